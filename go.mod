@@ -1,0 +1,3 @@
+module github.com/iket-trace/iket
+
+go 1.26.8

@@ -1,0 +1,123 @@
+package trace
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Kind is the kind of a device record (3 bits).
+type Kind uint8
+
+// Record kinds, as numbered in docs/FORMAT.md.
+const (
+	KindInvalid Kind = 0 // an unwritten slot
+	KindMark    Kind = 1
+	KindPush    Kind = 2
+	KindPop     Kind = 3
+	KindStart   Kind = 4
+	KindEnd     Kind = 5
+	KindRole    Kind = 6
+)
+
+var kindNames = [...]string{"invalid", "mark", "push", "pop", "start", "end", "role", "reserved"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// Record is one raw 8-byte device record.
+type Record uint64
+
+// MakeRecord encodes a record; it is the inverse of the accessors.
+func MakeRecord(k Kind, name, payload uint16, clock uint32) Record {
+	hi := uint32(k&7)<<29 | uint32(name&0x1fff)<<16 | uint32(payload)
+	return Record(uint64(hi)<<32 | uint64(clock))
+}
+
+// Kind returns the record's kind.
+func (r Record) Kind() Kind { return Kind(r >> 61) }
+
+// Name returns the record's name id (0 = none).
+func (r Record) Name() uint16 { return uint16(r>>48) & 0x1fff }
+
+// Payload returns the record's 16-bit payload.
+func (r Record) Payload() uint16 { return uint16(r >> 32) }
+
+// Clock returns the low 32 bits of the SM cycle counter at the event.
+func (r Record) Clock() uint32 { return uint32(r) }
+
+// Sizes of the device layout.
+const (
+	RecordSize      = 8
+	WarpHeaderSize  = 64
+	WarpMagic       = 0x57454b49 // "IKEW"
+	FlagStarted     = 1
+	FlagFinished    = 2
+	MaxNames        = 8191
+	FormatVersion   = 1
+	StopMask        = 0xffffffff
+	MaxCapacity     = 1 << 30
+	nameTableHeader = "iket-names 1"
+)
+
+// Stride returns the bytes one warp slot takes for a capacity.
+func Stride(capacity uint32) int64 {
+	return WarpHeaderSize + RecordSize*(int64(capacity)+1)
+}
+
+// WarpHeader is a warp slot's 64-byte header as the device wrote it.
+type WarpHeader struct {
+	Magic            uint32
+	SM               uint32
+	CTA              [3]uint32
+	Warp             uint32 // within the CTA
+	StartGlobaltimer uint64
+	StartClock       uint64
+	EndGlobaltimer   uint64
+	EndClock         uint64
+	Count            uint32 // events attempted: stored + dropped
+	Flags            uint32
+}
+
+// Started reports whether the warp ran its tracer's constructor.
+func (h *WarpHeader) Started() bool { return h.Magic == WarpMagic && h.Flags&FlagStarted != 0 }
+
+// Finished reports whether the warp left the kernel normally.
+func (h *WarpHeader) Finished() bool { return h.Flags&FlagFinished != 0 }
+
+// DecodeWarpHeader decodes b, which must hold at least 64 bytes.
+func DecodeWarpHeader(b []byte, h *WarpHeader) {
+	_ = b[63]
+	le := binary.LittleEndian
+	h.Magic = le.Uint32(b[0:])
+	h.SM = le.Uint32(b[4:])
+	h.CTA = [3]uint32{le.Uint32(b[8:]), le.Uint32(b[12:]), le.Uint32(b[16:])}
+	h.Warp = le.Uint32(b[20:])
+	h.StartGlobaltimer = le.Uint64(b[24:])
+	h.StartClock = le.Uint64(b[32:])
+	h.EndGlobaltimer = le.Uint64(b[40:])
+	h.EndClock = le.Uint64(b[48:])
+	h.Count = le.Uint32(b[56:])
+	h.Flags = le.Uint32(b[60:])
+}
+
+// EncodeWarpHeader writes h into b[:64]; the emulator and tests use it.
+func EncodeWarpHeader(b []byte, h *WarpHeader) {
+	_ = b[63]
+	le := binary.LittleEndian
+	le.PutUint32(b[0:], h.Magic)
+	le.PutUint32(b[4:], h.SM)
+	le.PutUint32(b[8:], h.CTA[0])
+	le.PutUint32(b[12:], h.CTA[1])
+	le.PutUint32(b[16:], h.CTA[2])
+	le.PutUint32(b[20:], h.Warp)
+	le.PutUint64(b[24:], h.StartGlobaltimer)
+	le.PutUint64(b[32:], h.StartClock)
+	le.PutUint64(b[40:], h.EndGlobaltimer)
+	le.PutUint64(b[48:], h.EndClock)
+	le.PutUint32(b[56:], h.Count)
+	le.PutUint32(b[60:], h.Flags)
+}

@@ -1,0 +1,142 @@
+package trace
+
+// This file holds the decoded, validated form of a launch, produced by a
+// Decoder (decode.go). The perfetto exporter, stats and checks read only
+// these types.
+
+// Event is one decoded event of a warp, in program order.
+type Event struct {
+	kind    Kind
+	name    uint16
+	payload uint16
+	cycles  uint64 // unwrapped SM cycle count
+	time    int64  // ns on the launch's common timeline
+}
+
+// NewEvent builds an Event; decoders and tests use it.
+func NewEvent(k Kind, name, payload uint16, cycles uint64, ns int64) Event {
+	return Event{kind: k, name: name, payload: payload, cycles: cycles, time: ns}
+}
+
+// Kind returns the event's kind.
+func (e Event) Kind() Kind { return e.kind }
+
+// Name returns the event's name id (0 on an unnamed pop).
+func (e Event) Name() uint16 { return e.name }
+
+// Payload returns the event's 16-bit payload.
+func (e Event) Payload() uint16 { return e.payload }
+
+// Cycles returns the event's unwrapped SM cycle count.
+func (e Event) Cycles() uint64 { return e.cycles }
+
+// Time returns the event's time in ns on the common timeline.
+func (e Event) Time() int64 { return e.time }
+
+// RangeFlags qualify a range whose recording was incomplete.
+type RangeFlags uint8
+
+// Range flags.
+const (
+	// RangeUnclosed: the warp ended (or its record did) with the range open;
+	// End is the warp's last event.
+	RangeUnclosed RangeFlags = 1 << iota
+	// RangeTruncated: the range's begin was lost to a wrapped buffer; Start is
+	// the warp's first recorded event.
+	RangeTruncated
+)
+
+// Range is one paired range of a warp.
+type Range struct {
+	Name        uint16
+	Payload     uint16
+	Start, End  int64 // ns
+	StartCycles uint64
+	EndCycles   uint64
+	// Depth is the push/pop nesting depth (0 = outermost). Async ranges
+	// (start/end) have Depth 0.
+	Depth int32
+	// Async is true for start/end ranges, which may overlap on one warp.
+	Async bool
+	// Lane is, for an async range, the smallest lane index such that no other
+	// async range of the warp on that lane overlaps it; exporters draw one
+	// child track per lane.
+	Lane  int32
+	Flags RangeFlags
+}
+
+// Duration returns End-Start in ns.
+func (r *Range) Duration() int64 { return r.End - r.Start }
+
+// Mark is one instant event (MARK) of a warp.
+type Mark struct {
+	Name    uint16
+	Payload uint16
+	Time    int64
+	Cycles  uint64
+}
+
+// Warp is one decoded warp. The slices are owned by the Decoder that filled
+// it and are valid until its next call.
+type Warp struct {
+	Launch int    // launch index in the capture
+	Slot   uint64 // warp slot in the launch
+	SM     uint32
+	CTA    [3]uint32
+	Warp   uint32 // within the CTA
+	CTALinear uint64
+	// Role is the name id of the warp's role (its last ROLE event), 0 = none.
+	Role     uint16
+	Started  bool
+	Finished bool
+	// Count is the events attempted; Stored are in Events; Dropped = Count -
+	// Stored (exact; 0 when Count <= capacity).
+	Count   uint64
+	Stored  int
+	Dropped uint64
+	// First and Last are the ns times of the warp's start and end anchors.
+	First, Last int64
+	Events      []Event
+	Ranges      []Range
+	Marks       []Mark
+	Violations  []Violation
+}
+
+// ViolationKind classifies a pairing or recording problem.
+type ViolationKind uint8
+
+// Violation kinds.
+const (
+	PopEmpty       ViolationKind = iota + 1 // pop with no open push
+	PopMismatch                             // named pop closes another name
+	UnclosedRange                           // push or start still open at the warp's end
+	EndUnknown                              // end with no open start of that token
+	UnknownName                             // record names an id outside the table
+	WrongNameKind                           // e.g. a MARK name used in a push
+	BadRecord                               // kind 0/7, or time going backwards
+	NotFinished                             // warp started but never finished
+	DroppedEvents                           // events dropped (an error only in strict mode)
+)
+
+var violationNames = [...]string{"", "pop-empty", "pop-mismatch", "unclosed", "end-unknown",
+	"unknown-name", "wrong-name-kind", "bad-record", "not-finished", "dropped"}
+
+func (k ViolationKind) String() string {
+	if int(k) < len(violationNames) && k > 0 {
+		return violationNames[k]
+	}
+	return "violation"
+}
+
+// Violation is one problem found in a warp, with where it is. It is an error.
+type Violation struct {
+	Kind   ViolationKind
+	Launch int
+	Slot   uint64
+	SM     uint32
+	CTA    [3]uint32
+	Warp   uint32
+	Index  int    // event index in the warp's stored events, -1 if none
+	Name   string // name involved, if any
+	Detail string
+}
