@@ -79,11 +79,11 @@ type Mark struct {
 // Warp is one decoded warp. The slices are owned by the Decoder that filled
 // it and are valid until its next call.
 type Warp struct {
-	Launch int    // launch index in the capture
-	Slot   uint64 // warp slot in the launch
-	SM     uint32
-	CTA    [3]uint32
-	Warp   uint32 // within the CTA
+	Launch    int    // launch index in the capture
+	Slot      uint64 // warp slot in the launch
+	SM        uint32
+	CTA       [3]uint32
+	Warp      uint32 // within the CTA
 	CTALinear uint64
 	// Role is the name id of the warp's role (its last ROLE event), 0 = none.
 	Role     uint16
@@ -107,15 +107,15 @@ type ViolationKind uint8
 
 // Violation kinds.
 const (
-	PopEmpty       ViolationKind = iota + 1 // pop with no open push
-	PopMismatch                             // named pop closes another name
-	UnclosedRange                           // push or start still open at the warp's end
-	EndUnknown                              // end with no open start of that token
-	UnknownName                             // record names an id outside the table
-	WrongNameKind                           // e.g. a MARK name used in a push
-	BadRecord                               // kind 0/7, or time going backwards
-	NotFinished                             // warp started but never finished
-	DroppedEvents                           // events dropped (an error only in strict mode)
+	PopEmpty      ViolationKind = iota + 1 // pop with no open push
+	PopMismatch                            // named pop closes another name
+	UnclosedRange                          // push or start still open at the warp's end
+	EndUnknown                             // end with no open start of that token
+	UnknownName                            // record names an id outside the table
+	WrongNameKind                          // e.g. a MARK name used in a push
+	BadRecord                              // kind 0/7, or time going backwards
+	NotFinished                            // warp started but never finished
+	DroppedEvents                          // events dropped (an error only in strict mode)
 )
 
 var violationNames = [...]string{"", "pop-empty", "pop-mismatch", "unclosed", "end-unknown",
