@@ -67,7 +67,11 @@ struct Token {
   unsigned short payload;
 };
 
+}  // namespace iket
+
 #if defined(IKET_ENABLE) && IKET_ENABLE
+
+namespace iket {
 
 // State is set by the runtime (cuModuleGetGlobal "iket_state") before each
 // launch. base == 0 means no buffers: events go to a scratch slot.
@@ -132,6 +136,13 @@ __device__ __forceinline__ unsigned long long clock64v() {
   unsigned long long c;
   asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
   return c;
+}
+
+// st_global stores one record with a global-space store (the pointer came
+// from an integer, so the compiler would otherwise emit a generic store).
+__device__ __forceinline__ void st_global(unsigned long long* p,
+                                          unsigned long long v) {
+  asm volatile("st.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
 __device__ __forceinline__ unsigned long long globaltimer() {
@@ -266,7 +277,8 @@ class Warp {
     const unsigned hi = (kind << 29) | (static_cast<unsigned>(name) << 16) |
                         (payload & 0xffffu);
     const unsigned lo = detail::clock32();
-    rec_[idx] = (static_cast<unsigned long long>(hi) << 32) | lo;
+    detail::st_global(rec_ + idx,
+                      (static_cast<unsigned long long>(hi) << 32) | lo);
     cursor_ = c + 1u;
   }
 
