@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs on the H200 (see README "GPU"): iket demo and run on the built-in
+# example, then every GPU test with IKET_REQUIRE_GPU=1 so nothing can pass by
+# skipping. Expects bin/ from scripts/build-gpu.sh. Writes everything under
+# ${OUT:-./out}; prints a short table last.
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-./out}
+mkdir -p "$OUT"
+status=()
+step() { # step NAME CMD...: runs CMD, logs to $OUT/NAME.log, records pass/fail
+  local name=$1; shift
+  echo "=== $name: $*"
+  local t0=$SECONDS
+  timeout "${STEP_TIMEOUT:-240}" "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  tail -n "${TAIL:-25}" "$OUT/$name.log"
+  status+=("$(printf '%-28s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - t0))")")
+  return $rc
+}
+nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_throttle_reasons.active --format=csv > "$OUT/nvidia-smi.csv" 2>&1
+cat "$OUT/nvidia-smi.csv"
+step devices ./bin/iket devices
+step demo ./bin/iket demo -o "$OUT/demo"
+step run ./bin/iket run warp_roles -o "$OUT/run"
+[ -f "$OUT/run/trace.iket" ] && step check ./bin/iket check "$OUT/run/trace.iket" --expect 'no_drops' --expect 'strict'
+root=$PWD
+absout=$(cd "$OUT" && pwd)
+while read -r name rel; do
+  step "test-$name" env -C "$rel" IKET_REQUIRE_GPU=1 IKET_TEST_OUT="$absout" "$root/bin/$name.test" -test.timeout 200s
+done < bin/tests.txt
+echo
+echo "===== summary ====="
+printf '%s\n' "${status[@]}"
