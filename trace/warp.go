@@ -94,6 +94,9 @@ type Warp struct {
 	Count   uint64
 	Stored  int
 	Dropped uint64
+	// Trimmed is how many of the Stored events [Options.TrimCommonWindow]
+	// left out of Events (they fell before the launch's common window).
+	Trimmed int
 	// First and Last are the ns times of the warp's start and end anchors.
 	First, Last int64
 	Events      []Event
@@ -116,10 +119,14 @@ const (
 	BadRecord                              // kind 0/7, or time going backwards
 	NotFinished                            // warp started but never finished
 	DroppedEvents                          // events dropped (an error only in strict mode)
+	// UnorderedRecords: a wrap-mode warp that started but never finished
+	// filled its ring; count was never written, so the oldest record is
+	// unknown and the events cannot be ordered. They are not decoded.
+	UnorderedRecords
 )
 
 var violationNames = [...]string{"", "pop-empty", "pop-mismatch", "unclosed", "end-unknown",
-	"unknown-name", "wrong-name-kind", "bad-record", "not-finished", "dropped"}
+	"unknown-name", "wrong-name-kind", "bad-record", "not-finished", "dropped", "unordered"}
 
 func (k ViolationKind) String() string {
 	if int(k) < len(violationNames) && k > 0 {

@@ -1,0 +1,152 @@
+package trace
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// ClockFit converts one SM's cycle counter to globaltimer nanoseconds. It is
+// a least-squares line through every (clock, globaltimer) anchor pair of the
+// SM's warps: the start anchor of each started warp and the end anchor of each
+// finished one.
+//
+// Parametrisation: the fit is centred on the anchors' centroid, so both terms
+// stay small whatever the magnitudes (cycles near 1e12, ns near 1e18):
+//
+//	ns = RefNs + OffsetNs + NsPerCycle * float64(int64(cycles - RefCycles))
+//
+// RefCycles and RefNs are the centroid of the anchors rounded to integers and
+// OffsetNs is the fitted line's value at RefCycles minus RefNs (|OffsetNs| is
+// below a nanosecond plus NsPerCycle). The cycle difference is taken in
+// integer arithmetic first, so no precision is lost before the multiply.
+type ClockFit struct {
+	SM         uint32
+	RefCycles  uint64
+	RefNs      int64
+	NsPerCycle float64
+	OffsetNs   float64
+	MHz        float64 // 1000 / NsPerCycle
+	Points     int     // anchor pairs used
+	// ResidualRMSNs and ResidualMaxNs measure the anchors' distance from the
+	// line (0 with a single anchor).
+	ResidualRMSNs, ResidualMaxNs float64
+	// Fallback says why the slope did not come from this SM's anchors (a
+	// single distinct anchor, a non-positive fitted slope), and what was used
+	// instead; "" for a regular fit.
+	Fallback string
+}
+
+// Ns converts an unwrapped cycle count of the SM to globaltimer ns.
+func (f *ClockFit) Ns(cycles uint64) int64 {
+	return f.RefNs + int64(math.Floor(f.OffsetNs+f.NsPerCycle*float64(int64(cycles-f.RefCycles))+0.5))
+}
+
+// Cycles is the inverse of [ClockFit.Ns], rounded to the nearest cycle.
+func (f *ClockFit) Cycles(ns int64) uint64 {
+	return f.RefCycles + uint64(int64(math.Floor((float64(ns-f.RefNs)-f.OffsetNs)/f.NsPerCycle+0.5)))
+}
+
+// clockAcc accumulates one SM's anchors. Means and co-moments are updated
+// with Welford's method on differences from the first anchor, which is exact
+// in float64 for spans below 2^53 cycles and ns.
+type clockAcc struct {
+	sm         uint32
+	refC       uint64
+	refN       int64
+	n          int
+	mx, my     float64
+	sxx, sxy   float64
+	pts        [][2]int64 // (cycles, ns) relative to refC, refN
+	oldest     uint64     // wrap mode: latest oldest-stored cycle of a wrapped warp
+	haveOldest bool
+}
+
+func (a *clockAcc) add(cycles, ns uint64) {
+	if a.n == 0 {
+		a.refC, a.refN = cycles, int64(ns)
+	}
+	dc, dn := int64(cycles-a.refC), int64(ns)-a.refN
+	a.pts = append(a.pts, [2]int64{dc, dn})
+	x, y := float64(dc), float64(dn)
+	a.n++
+	ddx := x - a.mx
+	a.mx += ddx / float64(a.n)
+	a.my += (y - a.my) / float64(a.n)
+	a.sxx += ddx * (x - a.mx)
+	a.sxy += ddx * (y - a.my)
+}
+
+// slope returns the fitted ns per cycle, or ok false when the anchors do not
+// determine a positive one.
+func (a *clockAcc) slope() (s float64, why string) {
+	if a.n < 2 || a.sxx <= 0 {
+		return 0, "single distinct anchor"
+	}
+	s = a.sxy / a.sxx
+	if !(s > 0) || math.IsInf(s, 0) {
+		return 0, fmt.Sprintf("fitted slope %g ns/cycle is not positive", s)
+	}
+	return s, ""
+}
+
+// fitClocks turns the accumulators into fits, sorted by SM. maxMHz is the
+// device's maximum SM clock from the metadata (0 when unknown).
+func fitClocks(accs []*clockAcc, maxMHz uint32) []ClockFit {
+	fits := make([]ClockFit, len(accs))
+	var good []float64
+	for i, a := range accs {
+		s, why := a.slope()
+		fits[i] = ClockFit{SM: a.sm, Points: a.n, NsPerCycle: s, Fallback: why}
+		if why == "" {
+			good = append(good, s)
+		}
+	}
+	fallback, how := 1.0, "1 ns/cycle (no other SM fitted and no device clock)"
+	if len(good) > 0 {
+		slices.Sort(good)
+		fallback = good[len(good)/2]
+		if len(good)%2 == 0 {
+			fallback = (good[len(good)/2-1] + good[len(good)/2]) / 2
+		}
+		how = fmt.Sprintf("median slope of %d other SMs", len(good))
+	} else if maxMHz > 0 {
+		fallback = 1000 / float64(maxMHz)
+		how = fmt.Sprintf("the device's maximum SM clock, %d MHz", maxMHz)
+	}
+	for i, a := range accs {
+		f := &fits[i]
+		if f.Fallback != "" {
+			f.NsPerCycle = fallback
+			f.Fallback += ": used " + how
+		}
+		// Centre on the rounded centroid.
+		cx, cy := math.Round(a.mx), math.Round(a.my)
+		f.RefCycles = a.refC + uint64(int64(cx))
+		f.RefNs = a.refN + int64(cy)
+		f.OffsetNs = (a.my - cy) - f.NsPerCycle*(a.mx-cx)
+		f.MHz = 1000 / f.NsPerCycle
+		var ss float64
+		for _, p := range a.pts {
+			pred := f.OffsetNs + f.NsPerCycle*float64(p[0]-int64(cx))
+			r := math.Abs(float64(p[1]-int64(cy)) - pred)
+			ss += r * r
+			f.ResidualMaxNs = max(f.ResidualMaxNs, r)
+		}
+		if a.n > 0 {
+			f.ResidualRMSNs = math.Sqrt(ss / float64(a.n))
+		}
+	}
+	return fits
+}
+
+// Window is the part of a launch's timeline that every warp recorded
+// completely. Only wrap mode loses the beginning of a warp's record: Start is
+// the latest oldest-stored event among the warps that dropped events, so from
+// Start on no warp's record has a hole. Start is 0 when no warp wrapped. End
+// is the latest end anchor of the launch. Applied says that
+// [Options.TrimCommonWindow] left out the events before Start.
+type Window struct {
+	Start, End int64
+	Applied    bool
+}

@@ -1,0 +1,501 @@
+package trace
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// Options select how a [Decoder] and [Validate] treat incomplete records.
+type Options struct {
+	// Strict makes drops and warps that started but did not finish
+	// violations ([DroppedEvents], [NotFinished]), so [Validate] and
+	// [Decoder.Err] report them as errors. Pairing violations are reported
+	// in both modes.
+	Strict bool
+	// TrimCommonWindow (wrap mode) leaves out every event before the launch's
+	// common [Window] start, so all warps show the same recorded interval;
+	// ranges open across the start become [RangeTruncated] ranges starting
+	// at it.
+	TrimCommonWindow bool
+}
+
+// Summary counts what a pass of a [Decoder] saw.
+type Summary struct {
+	Warps     uint64 // warp slots decoded
+	Started   uint64
+	Finished  uint64
+	Stored    uint64 // events stored in the buffers
+	Attempted uint64 // events the warps tried to record (stored + dropped)
+	Dropped   uint64
+	Trimmed   uint64 // stored events left out by Options.TrimCommonWindow
+	Ranges    uint64
+	Marks     uint64
+	// WarpErrors counts slots whose bytes broke the format ([WarpError]).
+	WarpErrors int
+	// Violations counts the violations by kind; nil when there were none.
+	Violations map[ViolationKind]int
+}
+
+// TotalViolations returns the number of violations of every kind.
+func (s Summary) TotalViolations() int {
+	n := 0
+	for _, c := range s.Violations {
+		n += c
+	}
+	return n
+}
+
+// Name kinds as a byte table, indexed by name id.
+const (
+	nkUnknown = iota
+	nkRange
+	nkMark
+	nkRole
+)
+
+// Decoder decodes a launch warp slot by warp slot (see the package doc). Its
+// memory is one warp's buffer and events plus a per-SM clock index. A Decoder
+// is not safe for concurrent use; use one per goroutine.
+type Decoder struct {
+	l      *Launch
+	meta   *LaunchMeta
+	opt    Options
+	r      io.ReaderAt
+	stride int64
+	wrap   bool
+	nk     [8192]uint8 // name kinds by id
+
+	fits   []ClockFit
+	fitIdx map[uint32]int
+	window Window
+	next   uint64
+
+	hdr    [WarpHeaderSize]byte
+	buf    []byte
+	stack  []openPush
+	starts []openStart
+	tok    tokTable
+	trunc  []Range
+	busy   laneHeap
+	free   []int32 // min-heap of free lanes
+
+	sum  Summary
+	kind [numViolationKinds]int
+	errs errList
+}
+
+type openPush struct {
+	name uint16
+	idx  int32 // event index
+	rng  int32 // index in Warp.Ranges
+}
+
+type openStart struct {
+	name, payload uint16
+	open          bool
+	idx, rng      int32
+	prev          int32 // previous open start of the same token, -1 if none
+}
+
+// NewDecoder indexes launch l: it reads every warp header (and, in wrap mode,
+// the rings of warps that dropped events, to place the common window) and
+// fits a clock per SM. Slots whose header breaks the format are left out of
+// the fits and reported by [Decoder.Next].
+func NewDecoder(l *Launch, opt Options) (*Decoder, error) {
+	if l == nil || l.Meta == nil || l.c == nil {
+		return nil, errors.New("new decoder: launch without a capture")
+	}
+	m := l.Meta
+	d := &Decoder{
+		l: l, meta: m, opt: opt, r: l.c.r,
+		stride: m.Stride(),
+		wrap:   m.Mode == ModeWrap,
+		fitIdx: make(map[uint32]int),
+	}
+	for _, n := range m.Names {
+		if n.ID == 0 || int(n.ID) >= len(d.nk) {
+			continue
+		}
+		switch n.Kind {
+		case NameRange:
+			d.nk[n.ID] = nkRange
+		case NameMark:
+			d.nk[n.ID] = nkMark
+		case NameRole:
+			d.nk[n.ID] = nkRole
+		}
+	}
+	if err := d.index(); err != nil {
+		return nil, fmt.Errorf("new decoder: launch %d (%s): %w", l.Index, m.Kernel, err)
+	}
+	return d, nil
+}
+
+// index reads the headers, accumulates the anchors per SM and fits clocks.
+func (d *Decoder) index() error {
+	accs := map[uint32]*clockAcc{}
+	var h WarpHeader
+	var end int64
+	haveEnd := false
+	// Small strides: read headers a chunk of slots at a time.
+	per := int64(1)
+	if d.stride <= 512 {
+		per = (256 << 10) / d.stride
+	}
+	var chunk []byte
+	for first := uint64(0); first < d.meta.Warps; first += uint64(per) {
+		n := min(uint64(per), d.meta.Warps-first)
+		size := int64(n-1)*d.stride + WarpHeaderSize
+		if int64(cap(chunk)) < size {
+			chunk = make([]byte, size)
+		}
+		chunk = chunk[:size]
+		off := d.meta.Offset + int64(first)*d.stride
+		if _, err := d.r.ReadAt(chunk, off); err != nil {
+			return fmt.Errorf("read warp headers at offset %d: %w", off, err)
+		}
+		for k := uint64(0); k < n; k++ {
+			DecodeWarpHeader(chunk[int64(k)*d.stride:], &h)
+			slot := first + k
+			if h.Magic == 0 || d.checkHeader(&h, slot) != "" {
+				continue
+			}
+			a := accs[h.SM]
+			if a == nil {
+				a = &clockAcc{sm: h.SM}
+				accs[h.SM] = a
+			}
+			a.add(h.StartClock, h.StartGlobaltimer)
+			if h.Finished() {
+				a.add(h.EndClock, h.EndGlobaltimer)
+			}
+			if d.wrap && h.Finished() && h.Count > d.meta.Capacity {
+				c, ok, err := d.oldestCycles(slot, &h)
+				if err != nil {
+					return err
+				}
+				if ok && (!a.haveOldest || c > a.oldest) {
+					a.oldest, a.haveOldest = c, true
+				}
+			}
+		}
+	}
+	list := make([]*clockAcc, 0, len(accs))
+	for _, a := range accs {
+		list = append(list, a)
+	}
+	slices.SortFunc(list, func(a, b *clockAcc) int { return int(int64(a.sm) - int64(b.sm)) })
+	var maxMHz uint32
+	if dev := d.l.c.Meta.Device; dev != nil {
+		maxMHz = dev.MaxSMClockMHz
+	}
+	d.fits = fitClocks(list, maxMHz)
+	for i, a := range list {
+		d.fitIdx[a.sm] = i
+		f := &d.fits[i]
+		for _, p := range a.pts {
+			// The latest anchor of the launch, on the fitted timeline.
+			t := f.Ns(a.refC + uint64(p[0]))
+			if !haveEnd || t > end {
+				end, haveEnd = t, true
+			}
+		}
+		if a.haveOldest {
+			if t := f.Ns(a.oldest); t > d.window.Start {
+				d.window.Start = t
+			}
+		}
+		a.pts = nil
+	}
+	d.window.End = end
+	d.window.Applied = d.opt.TrimCommonWindow && d.window.Start != 0
+	return nil
+}
+
+// oldestCycles unwraps a wrapped warp's ring backwards from its end anchor
+// and returns the cycle count of its oldest stored event.
+func (d *Decoder) oldestCycles(slot uint64, h *WarpHeader) (uint64, bool, error) {
+	capa := d.meta.Capacity
+	b, werr := d.readRing(slot, h.Count%capa, capa)
+	if werr != nil {
+		return 0, false, werr
+	}
+	c := h.EndClock
+	for i := len(b)/RecordSize - 1; i >= 0; i-- {
+		lo := binary.LittleEndian.Uint32(b[i*RecordSize:])
+		c -= uint64(uint32(c) - lo)
+	}
+	return c, c >= h.StartClock, nil
+}
+
+// readRing reads n records of slot's ring starting at record index first,
+// wrapping at the capacity, into d.buf.
+func (d *Decoder) readRing(slot uint64, first, n uint32) ([]byte, *WarpError) {
+	size := int(n) * RecordSize
+	if cap(d.buf) < size {
+		d.buf = make([]byte, size)
+	}
+	b := d.buf[:size]
+	base := d.meta.Offset + int64(slot)*d.stride + WarpHeaderSize
+	head := min(n, d.meta.Capacity-first) // records before the wrap
+	if head > 0 {
+		off := base + int64(first)*RecordSize
+		if _, err := d.r.ReadAt(b[:int(head)*RecordSize], off); err != nil {
+			return nil, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read records", Err: err}
+		}
+	}
+	if head < n {
+		if _, err := d.r.ReadAt(b[int(head)*RecordSize:], base); err != nil {
+			return nil, &WarpError{Launch: d.l.Index, Slot: slot, Offset: base, Msg: "read records", Err: err}
+		}
+	}
+	return b, nil
+}
+
+// checkHeader returns what is wrong with a started warp's header, or "".
+func (d *Decoder) checkHeader(h *WarpHeader, slot uint64) string {
+	m := d.meta
+	switch {
+	case h.Magic != WarpMagic:
+		return fmt.Sprintf("header magic %#x, want %#x (started) or 0 (never ran)", h.Magic, WarpMagic)
+	case h.Flags&FlagStarted == 0 || h.Flags&^(FlagStarted|FlagFinished) != 0:
+		return fmt.Sprintf("header flags %#x: want bit 0 (started) set and only bits 0-1", h.Flags)
+	case !h.Finished() && h.Count != 0:
+		return fmt.Sprintf("count %d on a warp that did not finish (count is written at exit)", h.Count)
+	case h.Finished() && h.EndClock < h.StartClock:
+		return fmt.Sprintf("end clock %d before start clock %d", h.EndClock, h.StartClock)
+	case h.Finished() && h.EndGlobaltimer < h.StartGlobaltimer:
+		return fmt.Sprintf("end globaltimer %d before start globaltimer %d", h.EndGlobaltimer, h.StartGlobaltimer)
+	case h.Warp >= m.WarpsPerCTA:
+		return fmt.Sprintf("header warp %d, but the launch has %d warps per CTA", h.Warp, m.WarpsPerCTA)
+	}
+	g := m.Grid
+	if g[0] != 0 && g[1] != 0 && g[2] != 0 {
+		if h.CTA[0] >= g[0] || h.CTA[1] >= g[1] || h.CTA[2] >= g[2] {
+			return fmt.Sprintf("header cta (%d,%d,%d) outside the grid (%d,%d,%d)", h.CTA[0], h.CTA[1], h.CTA[2], g[0], g[1], g[2])
+		}
+		lin := uint64(h.CTA[0]) + uint64(g[0])*(uint64(h.CTA[1])+uint64(g[1])*uint64(h.CTA[2]))
+		if s := lin*uint64(m.WarpsPerCTA) + uint64(h.Warp); s != slot {
+			return fmt.Sprintf("header names cta (%d,%d,%d) warp %d, which is slot %d", h.CTA[0], h.CTA[1], h.CTA[2], h.Warp, s)
+		}
+	}
+	return ""
+}
+
+// Clocks returns the clock fit of every SM seen, sorted by SM. The slice is
+// a copy.
+func (d *Decoder) Clocks() []ClockFit { return slices.Clone(d.fits) }
+
+// Clock returns the fit of one SM, or nil when no started warp ran on it.
+func (d *Decoder) Clock(sm uint32) *ClockFit {
+	i, ok := d.fitIdx[sm]
+	if !ok {
+		return nil
+	}
+	return &d.fits[i]
+}
+
+// Window returns the launch's common window (see [Window]).
+func (d *Decoder) Window() Window { return d.window }
+
+// Reset starts the pass again at warp slot 0, keeping the index and clearing
+// the summary and the collected errors.
+func (d *Decoder) Reset() {
+	d.next = 0
+	d.sum = Summary{}
+	d.kind = [numViolationKinds]int{}
+	d.errs.reset()
+}
+
+// Summary returns the counts over the warps decoded since the start of the
+// pass; after [Decoder.Next] returned io.EOF it covers the whole launch.
+func (d *Decoder) Summary() Summary {
+	s := d.sum
+	for k, n := range d.kind {
+		if n > 0 {
+			if s.Violations == nil {
+				s.Violations = map[ViolationKind]int{}
+			}
+			s.Violations[ViolationKind(k)] = n
+		}
+	}
+	return s
+}
+
+// Err returns the errors of the pass so far: every violation and every
+// [WarpError], joined (at most 100, then one error saying how many more),
+// or nil when there were none.
+func (d *Decoder) Err() error { return d.errs.err() }
+
+// Next decodes the next warp slot into w, reusing w's slices, and returns
+// io.EOF after the last slot. A slot that never ran gives a warp with
+// Started false. An unreadable or malformed slot gives a [*WarpError] (w
+// then holds only the slot's location); the next call goes on with the
+// following slot. Pairing problems are not errors: they are in w.Violations.
+func (d *Decoder) Next(w *Warp) error {
+	if d.next >= d.meta.Warps {
+		return io.EOF
+	}
+	slot := d.next
+	d.next++
+	d.sum.Warps++
+	*w = Warp{
+		Launch: d.l.Index, Slot: slot,
+		Events: w.Events[:0], Ranges: w.Ranges[:0], Marks: w.Marks[:0], Violations: w.Violations[:0],
+	}
+	off := d.meta.Offset + int64(slot)*d.stride
+	if _, err := d.r.ReadAt(d.hdr[:], off); err != nil {
+		return d.warpErr(&WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read header", Err: err})
+	}
+	var h WarpHeader
+	DecodeWarpHeader(d.hdr[:], &h)
+	w.SM, w.CTA, w.Warp = h.SM, h.CTA, h.Warp
+	w.CTALinear = slot / uint64(d.meta.WarpsPerCTA)
+	if h.Magic == 0 {
+		return nil
+	}
+	if msg := d.checkHeader(&h, slot); msg != "" {
+		return d.warpErr(&WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: msg})
+	}
+	fi, ok := d.fitIdx[h.SM]
+	if !ok { // cannot happen: index() saw the same header
+		return d.warpErr(&WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "header changed since the index pass"})
+	}
+	fit := &d.fits[fi]
+	w.Started, w.Finished = true, h.Finished()
+	w.First = fit.Ns(h.StartClock)
+	d.sum.Started++
+	if err := d.decodeEvents(w, &h, fit); err != nil {
+		return d.warpErr(err)
+	}
+	if w.Finished {
+		d.sum.Finished++
+		w.Last = fit.Ns(h.EndClock)
+	} else if n := len(w.Events); n > 0 {
+		w.Last = w.Events[n-1].time
+	} else {
+		w.Last = w.First
+	}
+	d.pair(w, fit)
+	if d.opt.Strict {
+		if w.Dropped > 0 {
+			d.violate(w, DroppedEvents, -1, "", fmt.Sprintf("%d of %d events dropped (capacity %d, %s mode)", w.Dropped, w.Count, d.meta.Capacity, d.meta.Mode))
+		}
+		if !w.Finished {
+			d.violate(w, NotFinished, -1, "", fmt.Sprintf("warp started but did not finish (hung or faulted): %d events recovered", w.Stored))
+		}
+	}
+	d.sum.Stored += uint64(w.Stored)
+	d.sum.Attempted += w.Count
+	d.sum.Dropped += w.Dropped
+	d.sum.Trimmed += uint64(w.Trimmed)
+	d.sum.Ranges += uint64(len(w.Ranges))
+	d.sum.Marks += uint64(len(w.Marks))
+	for _, v := range w.Violations {
+		d.kind[v.Kind]++
+		d.errs.add(v)
+	}
+	return nil
+}
+
+func (d *Decoder) warpErr(e *WarpError) error {
+	d.sum.WarpErrors++
+	d.errs.add(e)
+	return e
+}
+
+// violate records a violation in w.
+func (d *Decoder) violate(w *Warp, k ViolationKind, idx int, name, detail string) {
+	w.Violations = append(w.Violations, Violation{
+		Kind: k, Launch: w.Launch, Slot: w.Slot, SM: w.SM, CTA: w.CTA, Warp: w.Warp,
+		Index: idx, Name: name, Detail: detail,
+	})
+}
+
+// decodeEvents reads the stored records of a started warp into w.Events,
+// unwrapping cycles and converting them to ns.
+func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) *WarpError {
+	capa := d.meta.Capacity
+	le := binary.LittleEndian
+	var b []byte
+	var err *WarpError
+	backward := false
+	switch {
+	case h.Finished():
+		n := min(h.Count, capa)
+		first := uint32(0)
+		if d.wrap && h.Count > capa {
+			first, backward = h.Count%capa, true
+		}
+		if b, err = d.readRing(w.Slot, first, n); err != nil {
+			return err
+		}
+		w.Count = uint64(h.Count)
+		w.Dropped = uint64(h.Count - n)
+	default:
+		// Not finished: count was never written. Scan to the first
+		// unwritten slot.
+		if b, err = d.readRing(w.Slot, 0, capa); err != nil {
+			return err
+		}
+		n := 0
+		for n < int(capa) && Record(le.Uint64(b[n*RecordSize:])).Kind() != KindInvalid {
+			n++
+		}
+		if d.wrap && n == int(capa) {
+			d.violate(w, UnorderedRecords, -1, "", fmt.Sprintf(
+				"wrap-mode warp did not finish and its ring of %d records is full: without the count the oldest record is unknown, so no event can be ordered or timed; none decoded", capa))
+			b = b[:0]
+		} else {
+			b = b[:n*RecordSize]
+		}
+		w.Count = uint64(len(b) / RecordSize)
+	}
+	n := len(b) / RecordSize
+	w.Stored = n
+	if cap(w.Events) < n {
+		w.Events = make([]Event, n, n+n/4)
+	}
+	ev := w.Events[:n]
+	if !backward {
+		c := h.StartClock
+		for i := range ev {
+			r := Record(le.Uint64(b[i*RecordSize:]))
+			c += uint64(uint32(r) - uint32(c))
+			ev[i] = Event{kind: r.Kind(), name: r.Name(), payload: r.Payload(), cycles: c, time: fit.Ns(c)}
+		}
+		if n > 0 && h.Finished() && c > h.EndClock {
+			d.violate(w, BadRecord, n-1, "", fmt.Sprintf(
+				"clock %d cycles past the warp's end anchor: a gap over 2^32 cycles between events, or a corrupt record", c-h.EndClock))
+		}
+	} else {
+		c := h.EndClock
+		for i := n - 1; i >= 0; i-- {
+			r := Record(le.Uint64(b[i*RecordSize:]))
+			c -= uint64(uint32(c) - uint32(r))
+			ev[i] = Event{kind: r.Kind(), name: r.Name(), payload: r.Payload(), cycles: c}
+		}
+		for i := range ev {
+			ev[i].time = fit.Ns(ev[i].cycles)
+		}
+		if n > 0 && c < h.StartClock {
+			d.violate(w, BadRecord, 0, "", fmt.Sprintf(
+				"clock %d cycles before the warp's start anchor: a gap over 2^32 cycles between events, or a corrupt record", h.StartClock-c))
+		}
+	}
+	w.Events = ev
+	if d.window.Applied {
+		k := 0
+		for k < len(ev) && ev[k].time < d.window.Start {
+			k++
+		}
+		if k > 0 {
+			w.Trimmed = k
+			w.Events = ev[:copy(ev, ev[k:])]
+		}
+	}
+	return nil
+}

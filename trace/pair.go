@@ -1,0 +1,369 @@
+package trace
+
+import (
+	"fmt"
+	"slices"
+)
+
+// pair turns w.Events into w.Ranges, w.Marks and w.Role, reporting pairing
+// problems as violations. Ranges are produced in order of their begin event
+// (a placeholder is appended at the push or start and completed at the pop
+// or end), so they come out sorted by Start without a sort in the common
+// case.
+func (d *Decoder) pair(w *Warp, fit *ClockFit) {
+	ev := w.Events
+	if len(ev) == 0 {
+		return
+	}
+	// In a wrapped (or trimmed) record a pop or end may close a begin that
+	// was lost: not a violation, but a truncated range starting where the
+	// record does.
+	truncOK := (d.wrap && w.Dropped > 0) || w.Trimmed > 0
+	var t0 int64
+	var t0c uint64
+	lost := int32(0) // push levels lost before the first stored event
+	if truncOK {
+		t0, t0c = ev[0].time, ev[0].cycles
+		if w.Trimmed > 0 {
+			t0, t0c = d.window.Start, fit.Cycles(d.window.Start)
+		}
+		bal := int32(0)
+		for i := range ev {
+			switch ev[i].kind {
+			case KindPush:
+				bal++
+			case KindPop:
+				bal--
+				lost = max(lost, -bal)
+			}
+		}
+	}
+	d.stack = d.stack[:0]
+	d.starts = d.starts[:0]
+	d.trunc = d.trunc[:0]
+	d.tok.clear()
+	nk := &d.nk
+	nAsync := 0
+	for i := range ev {
+		e := &ev[i]
+		switch e.kind {
+		case KindPush:
+			if nk[e.name] != nkRange {
+				d.badName(w, i, e)
+			}
+			d.stack = append(d.stack, openPush{name: e.name, idx: int32(i), rng: int32(len(w.Ranges))})
+			w.Ranges = append(w.Ranges, Range{
+				Name: e.name, Payload: e.payload, Start: e.time, StartCycles: e.cycles,
+				Depth: lost + int32(len(d.stack)) - 1,
+			})
+		case KindPop:
+			if e.name != 0 && nk[e.name] != nkRange {
+				d.badName(w, i, e)
+			}
+			if len(d.stack) == 0 {
+				if truncOK && lost > 0 {
+					lost--
+					d.trunc = append(d.trunc, Range{
+						Name: e.name, Start: t0, StartCycles: t0c, End: e.time, EndCycles: e.cycles,
+						Depth: lost, Flags: RangeTruncated,
+					})
+					continue
+				}
+				if e.name != 0 {
+					d.violate(w, PopEmpty, i, d.meta.NameText(e.name), fmt.Sprintf("pop of %q with no open push", d.meta.NameText(e.name)))
+				} else {
+					d.violate(w, PopEmpty, i, "", "pop with no open push")
+				}
+				continue
+			}
+			top := d.stack[len(d.stack)-1]
+			d.stack = d.stack[:len(d.stack)-1]
+			if e.name != 0 && e.name != top.name {
+				d.violate(w, PopMismatch, i, d.meta.NameText(e.name), fmt.Sprintf("pop of %q closes %q (pushed at event %d)",
+					d.meta.NameText(e.name), d.meta.NameText(top.name), top.idx))
+			}
+			r := &w.Ranges[top.rng]
+			r.End, r.EndCycles = e.time, e.cycles
+		case KindStart:
+			if nk[e.name] != nkRange {
+				d.badName(w, i, e)
+			}
+			key := uint32(e.name)<<16 | uint32(e.payload)
+			d.starts = append(d.starts, openStart{
+				name: e.name, payload: e.payload, open: true,
+				idx: int32(i), rng: int32(len(w.Ranges)), prev: d.tok.get(key),
+			})
+			d.tok.set(key, int32(len(d.starts)-1))
+			w.Ranges = append(w.Ranges, Range{
+				Name: e.name, Payload: e.payload, Start: e.time, StartCycles: e.cycles, Async: true,
+			})
+			nAsync++
+		case KindEnd:
+			if nk[e.name] != nkRange {
+				d.badName(w, i, e)
+			}
+			key := uint32(e.name)<<16 | uint32(e.payload)
+			h := d.tok.get(key)
+			if h < 0 {
+				if truncOK {
+					d.trunc = append(d.trunc, Range{
+						Name: e.name, Payload: e.payload, Start: t0, StartCycles: t0c, End: e.time, EndCycles: e.cycles,
+						Async: true, Flags: RangeTruncated,
+					})
+					nAsync++
+					continue
+				}
+				d.violate(w, EndUnknown, i, d.meta.NameText(e.name), fmt.Sprintf("end of %q payload %d with no open start of that name and payload",
+					d.meta.NameText(e.name), e.payload))
+				continue
+			}
+			s := &d.starts[h]
+			s.open = false
+			d.tok.set(key, s.prev)
+			r := &w.Ranges[s.rng]
+			r.End, r.EndCycles = e.time, e.cycles
+		case KindMark:
+			if nk[e.name] != nkMark {
+				d.badName(w, i, e)
+			}
+			w.Marks = append(w.Marks, Mark{Name: e.name, Payload: e.payload, Time: e.time, Cycles: e.cycles})
+		case KindRole:
+			if nk[e.name] != nkRole {
+				d.badName(w, i, e)
+			}
+			w.Role = e.name
+		default:
+			what := "reserved record kind 7"
+			if e.kind == KindInvalid {
+				what = "unwritten record (kind 0) among the stored events"
+			}
+			d.violate(w, BadRecord, i, "", what)
+		}
+	}
+	// Close what is still open at the warp's last event.
+	last := &ev[len(ev)-1]
+	for _, p := range d.stack {
+		r := &w.Ranges[p.rng]
+		r.End, r.EndCycles, r.Flags = last.time, last.cycles, r.Flags|RangeUnclosed
+		d.violate(w, UnclosedRange, int(p.idx), d.meta.NameText(p.name), fmt.Sprintf("push of %q still open at the warp's end", d.meta.NameText(p.name)))
+	}
+	for i := range d.starts {
+		s := &d.starts[i]
+		if !s.open {
+			continue
+		}
+		r := &w.Ranges[s.rng]
+		r.End, r.EndCycles, r.Flags = last.time, last.cycles, r.Flags|RangeUnclosed
+		d.violate(w, UnclosedRange, int(s.idx), d.meta.NameText(s.name), fmt.Sprintf("start of %q payload %d still open at the warp's end", d.meta.NameText(s.name), s.payload))
+	}
+	if len(d.trunc) > 0 {
+		slices.SortStableFunc(d.trunc, cmpRange)
+		w.Ranges = slices.Insert(w.Ranges, 0, d.trunc...)
+	}
+	if !slices.IsSortedFunc(w.Ranges, cmpRange) {
+		slices.SortStableFunc(w.Ranges, cmpRange)
+	}
+	if nAsync > 0 {
+		d.assignLanes(w.Ranges)
+	}
+	// Violations in event order (end-of-warp ones last) are already so.
+}
+
+func cmpRange(a, b Range) int {
+	switch {
+	case a.Start < b.Start:
+		return -1
+	case a.Start > b.Start:
+		return 1
+	}
+	return int(a.Depth) - int(b.Depth)
+}
+
+// badName reports an event whose name id is outside the table or of the
+// wrong kind for the event.
+func (d *Decoder) badName(w *Warp, i int, e *Event) {
+	if d.nk[e.name] == nkUnknown {
+		d.violate(w, UnknownName, i, d.meta.NameText(e.name), fmt.Sprintf("%s names id %d, which is not in the name table (%d names)",
+			e.kind, e.name, len(d.meta.Names)))
+		return
+	}
+	n := d.meta.NameText(e.name)
+	var kind NameKind
+	switch d.nk[e.name] {
+	case nkRange:
+		kind = NameRange
+	case nkMark:
+		kind = NameMark
+	default:
+		kind = NameRole
+	}
+	d.violate(w, WrongNameKind, i, n, fmt.Sprintf("%s of %q, a %s name", e.kind, n, kind))
+}
+
+// assignLanes gives each async range the smallest lane free at its start
+// (a lane is free once its last range ended at or before the start), in
+// O(n log n).
+func (d *Decoder) assignLanes(rs []Range) {
+	d.busy = d.busy[:0]
+	d.free = d.free[:0]
+	next := int32(0)
+	for i := range rs {
+		r := &rs[i]
+		if !r.Async {
+			continue
+		}
+		for len(d.busy) > 0 && d.busy[0].end <= r.Start {
+			d.free = pushLane(d.free, d.busy[0].lane)
+			d.busy.pop()
+		}
+		if len(d.free) > 0 {
+			r.Lane = d.free[0]
+			d.free = popLane(d.free)
+		} else {
+			r.Lane = next
+			next++
+		}
+		d.busy.push(laneEnd{end: r.End, lane: r.Lane})
+	}
+}
+
+type laneEnd struct {
+	end  int64
+	lane int32
+}
+
+// laneHeap is a min-heap of busy lanes by end time (then lane).
+type laneHeap []laneEnd
+
+func (h laneHeap) less(i, j int) bool {
+	return h[i].end < h[j].end || (h[i].end == h[j].end && h[i].lane < h[j].lane)
+}
+
+func (h *laneHeap) push(x laneEnd) {
+	*h = append(*h, x)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *laneHeap) pop() {
+	s := *h
+	n := len(s) - 1
+	s[0] = s[n]
+	s = s[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && s.less(l, m) {
+			m = l
+		}
+		if l+1 < n && s.less(l+1, m) {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+}
+
+// pushLane and popLane keep a min-heap of free lane numbers.
+func pushLane(h []int32, x int32) []int32 {
+	h = append(h, x)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if h[p] <= h[i] {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	return h
+}
+
+func popLane(h []int32) []int32 {
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && h[l] < h[m] {
+			m = l
+		}
+		if l+1 < n && h[l+1] < h[m] {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	return h
+}
+
+// tokTable maps a start/end token (name<<16 | payload) to the index of its
+// most recent open start (-1 for none): open addressing with linear probing,
+// cleared per warp in time proportional to the keys used.
+type tokTable struct {
+	keys []uint32
+	vals []int32
+	used []bool
+	list []int32 // used slots, for clear
+}
+
+func (t *tokTable) clear() {
+	for _, i := range t.list {
+		t.used[i] = false
+	}
+	t.list = t.list[:0]
+}
+
+func (t *tokTable) slot(key uint32) int {
+	mask := len(t.keys) - 1
+	i := int((key*0x9e3779b1)>>7) & mask
+	for t.used[i] && t.keys[i] != key {
+		i = (i + 1) & mask
+	}
+	return i
+}
+
+func (t *tokTable) get(key uint32) int32 {
+	if len(t.keys) == 0 {
+		return -1
+	}
+	i := t.slot(key)
+	if !t.used[i] {
+		return -1
+	}
+	return t.vals[i]
+}
+
+func (t *tokTable) set(key uint32, v int32) {
+	if 2*(len(t.list)+1) > len(t.keys) {
+		t.grow()
+	}
+	i := t.slot(key)
+	if !t.used[i] {
+		t.used[i], t.keys[i] = true, key
+		t.list = append(t.list, int32(i))
+	}
+	t.vals[i] = v
+}
+
+func (t *tokTable) grow() {
+	oldK, oldV, oldL := t.keys, t.vals, t.list
+	n := max(64, 2*len(t.keys))
+	t.keys, t.vals, t.used = make([]uint32, n), make([]int32, n), make([]bool, n)
+	t.list = make([]int32, 0, n/2)
+	for _, i := range oldL {
+		t.set(oldK[i], oldV[i])
+	}
+}
