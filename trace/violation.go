@@ -11,7 +11,8 @@ const numViolationKinds = int(UnorderedRecords) + 1
 
 // Error makes a kind usable as an errors.Is target:
 // errors.Is(err, trace.PopMismatch) reports whether err holds a pop mismatch.
-func (k ViolationKind) Error() string { return "iket violation " + k.String() }
+// It returns the kind's name, like String.
+func (k ViolationKind) Error() string { return k.String() }
 
 // Error formats the violation with its location, e.g.
 //
