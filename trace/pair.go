@@ -202,7 +202,7 @@ func (d *Decoder) badName(w *Warp, i int, e *Event) {
 
 // assignLanes gives each async range the smallest lane free at its start
 // (a lane is free once its last range ended at or before the start), in
-// O(n log n).
+// O(n log n). It compares cycles, which are exact on one warp's SM.
 func (d *Decoder) assignLanes(rs []Range) {
 	d.busy = d.busy[:0]
 	d.free = d.free[:0]
@@ -212,7 +212,7 @@ func (d *Decoder) assignLanes(rs []Range) {
 		if !r.Async {
 			continue
 		}
-		for len(d.busy) > 0 && d.busy[0].end <= r.Start {
+		for len(d.busy) > 0 && d.busy[0].end <= r.StartCycles {
 			d.free = pushLane(d.free, d.busy[0].lane)
 			d.busy.pop()
 		}
@@ -223,12 +223,12 @@ func (d *Decoder) assignLanes(rs []Range) {
 			r.Lane = next
 			next++
 		}
-		d.busy.push(laneEnd{end: r.End, lane: r.Lane})
+		d.busy.push(laneEnd{end: r.EndCycles, lane: r.Lane})
 	}
 }
 
 type laneEnd struct {
-	end  int64
+	end  uint64 // cycles
 	lane int32
 }
 

@@ -1,5 +1,7 @@
 package trace
 
+import "fmt"
+
 // This file holds the decoded, validated form of a launch, produced by a
 // Decoder (decode.go). The perfetto exporter, stats and checks read only
 // these types.
@@ -146,4 +148,13 @@ type Violation struct {
 	Index  int    // event index in the warp's stored events, -1 if none
 	Name   string // name involved, if any
 	Detail string
+}
+
+// Equal reports whether e and o are the same event (all fields equal); it
+// also lets go-cmp compare values holding Events.
+func (e Event) Equal(o Event) bool { return e == o }
+
+// String formats the event for debugging and test output.
+func (e Event) String() string {
+	return fmt.Sprintf("%s name %d payload %d cycles %d ns %d", e.kind, e.name, e.payload, e.cycles, e.time)
 }

@@ -1,0 +1,388 @@
+package trace_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/iket-trace/iket/internal/emu"
+	"github.com/iket-trace/iket/trace"
+)
+
+// capture lays out the launches and opens the result.
+func capture(t testing.TB, ls ...*emu.Launch) *trace.Capture {
+	t.Helper()
+	data, err := emu.Capture(ls...)
+	if err != nil {
+		t.Fatalf("emu capture: %v", err)
+	}
+	c, err := emu.Read(data)
+	if err != nil {
+		t.Fatalf("read capture: %v", err)
+	}
+	return c
+}
+
+// decodeAll decodes every warp of launch i, copying each one.
+func decodeAll(t testing.TB, c *trace.Capture, i int, opt trace.Options) ([]trace.Warp, *trace.Decoder) {
+	t.Helper()
+	d, err := trace.NewDecoder(c.Launch(i), opt)
+	if err != nil {
+		t.Fatalf("NewDecoder: %v", err)
+	}
+	var out []trace.Warp
+	for {
+		var w trace.Warp
+		err := d.Next(&w)
+		if err == io.EOF {
+			return out, d
+		}
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		out = append(out, w)
+	}
+}
+
+func oneWarp(names ...string) (*emu.Launch, *emu.Warp) {
+	l := &emu.Launch{Kernel: "k", Block: [3]uint32{32, 1, 1}, Capacity: 1 << 16, Names: emu.MustNames(names...)}
+	return l, l.Warp([3]uint32{}, 0)
+}
+
+func TestDeepNesting(t *testing.T) {
+	for _, depth := range []int{64, 10_000} {
+		t.Run(fmt.Sprint(depth), func(t *testing.T) {
+			l, w := oneWarp("RANGE a", "RANGE b")
+			c0 := uint64(1e9)
+			for i := 0; i < depth; i++ {
+				w.Push("a", uint16(i), c0+uint64(i))
+			}
+			for i := depth - 1; i >= 0; i-- {
+				w.PopNamed("a", c0+uint64(2*depth-i))
+			}
+			// As many open start/end tokens: distinct ones, then one token
+			// opened depth times (closed most recent first).
+			c1 := c0 + uint64(4*depth)
+			for i := 0; i < depth; i++ {
+				w.Start("b", uint16(i), c1+uint64(i))
+			}
+			for i := 0; i < depth; i++ {
+				w.End("b", uint16(i), c1+uint64(depth+i))
+			}
+			begin := time.Now()
+			ws, _ := decodeAll(t, capture(t, l), 0, trace.Options{Strict: true})
+			if el := time.Since(begin); el > 2*time.Second {
+				t.Errorf("decoding %d-deep nesting took %v", depth, el)
+			}
+			got := ws[0]
+			if len(got.Violations) != 0 {
+				t.Fatalf("violations: %v", got.Violations)
+			}
+			if len(got.Ranges) != 2*depth {
+				t.Fatalf("%d ranges, want %d", len(got.Ranges), 2*depth)
+			}
+			for i := 0; i < depth; i++ {
+				r := got.Ranges[i]
+				want := trace.Range{Name: 1, Payload: uint16(i), StartCycles: c0 + uint64(i), EndCycles: c0 + uint64(2*depth-i), Depth: int32(i)}
+				r.Start, r.End = 0, 0
+				if diff := cmp.Diff(want, r); diff != "" {
+					t.Fatalf("push range %d (-want +got):\n%s", i, diff)
+				}
+				a := got.Ranges[depth+i]
+				// Each start overlaps all earlier ones: lane i.
+				if !a.Async || a.Lane != int32(i) || a.StartCycles != c1+uint64(i) || a.EndCycles != c1+uint64(depth+i) {
+					t.Fatalf("async range %d: %+v", i, a)
+				}
+			}
+		})
+	}
+}
+
+func TestSameTokenLIFO(t *testing.T) {
+	l, w := oneWarp("RANGE b")
+	const n = 5000
+	c := uint64(1e9)
+	for i := 0; i < n; i++ {
+		w.Start("b", 7, c+uint64(i))
+	}
+	for i := 0; i < n; i++ {
+		w.End("b", 7, c+uint64(n+i))
+	}
+	ws, _ := decodeAll(t, capture(t, l), 0, trace.Options{})
+	for i, r := range ws[0].Ranges {
+		// The k-th end closes the most recent open start: start n-1-k.
+		if want := c + uint64(2*n-1-i); r.EndCycles != want {
+			t.Fatalf("range %d ends at %d, want %d", i, r.EndCycles, want)
+		}
+	}
+}
+
+func TestViolationError(t *testing.T) {
+	v := trace.Violation{Kind: trace.PopMismatch, Launch: 0, Slot: 12, SM: 3, CTA: [3]uint32{7, 0, 0}, Warp: 1, Index: 4,
+		Name: "load", Detail: `pop of "load" closes "store"`}
+	want := `launch 0 warp 12 (sm 3, cta 7,0,0, warp 1): event 4: pop of "load" closes "store"`
+	if got := v.Error(); got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	v.Index = -1
+	if got := v.Error(); !strings.HasPrefix(got, "launch 0 warp 12 (sm 3, cta 7,0,0, warp 1): pop") {
+		t.Errorf("Error() without event = %q", got)
+	}
+	var err error = fmt.Errorf("wrapped: %w", v)
+	if !errors.Is(err, trace.PopMismatch) || errors.Is(err, trace.PopEmpty) {
+		t.Errorf("errors.Is on kinds wrong for %v", err)
+	}
+	var got trace.Violation
+	if !errors.As(err, &got) || got.Slot != 12 {
+		t.Errorf("errors.As: %+v", got)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name     string
+		build    func(l *emu.Launch)
+		opt      trace.Options
+		wantErr  []trace.ViolationKind // kinds errors.Is must find
+		wantNone []trace.ViolationKind
+		clean    bool
+	}{
+		{
+			name: "clean",
+			build: func(l *emu.Launch) {
+				l.Warp([3]uint32{}, 0).Push("a", 0, 1e9).Pop(1e9 + 5)
+			},
+			opt: trace.Options{Strict: true}, clean: true,
+		},
+		{
+			name: "drops are data when lenient",
+			build: func(l *emu.Launch) {
+				w := l.Warp([3]uint32{}, 0)
+				for i := 0; i < 20; i++ {
+					w.Mark("m", 0, 1e9+uint64(i))
+				}
+			},
+			clean: true,
+		},
+		{
+			name: "drops are violations when strict",
+			build: func(l *emu.Launch) {
+				w := l.Warp([3]uint32{}, 0)
+				for i := 0; i < 20; i++ {
+					w.Mark("m", 0, 1e9+uint64(i))
+				}
+			},
+			opt: trace.Options{Strict: true}, wantErr: []trace.ViolationKind{trace.DroppedEvents},
+		},
+		{
+			name: "unfinished lenient reports only the unclosed range",
+			build: func(l *emu.Launch) {
+				w := l.Warp([3]uint32{}, 0).Push("a", 0, 1e9)
+				w.Unfinished = true
+			},
+			wantErr: []trace.ViolationKind{trace.UnclosedRange}, wantNone: []trace.ViolationKind{trace.NotFinished},
+		},
+		{
+			name: "unfinished strict",
+			build: func(l *emu.Launch) {
+				w := l.Warp([3]uint32{}, 0).Push("a", 0, 1e9).Pop(1e9 + 1)
+				w.Unfinished = true
+			},
+			opt: trace.Options{Strict: true}, wantErr: []trace.ViolationKind{trace.NotFinished}, wantNone: []trace.ViolationKind{trace.UnclosedRange},
+		},
+		{
+			name: "pairing",
+			build: func(l *emu.Launch) {
+				l.Warp([3]uint32{}, 0).Push("a", 0, 1e9).PopNamed("m", 1e9+1).End("a", 3, 1e9+2)
+			},
+			wantErr: []trace.ViolationKind{trace.WrongNameKind, trace.PopMismatch, trace.EndUnknown},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &emu.Launch{Kernel: "k", Block: [3]uint32{64, 1, 1}, Capacity: 8, Names: emu.MustNames("RANGE a", "MARK m")}
+			tt.build(l)
+			sum, err := trace.Validate(capture(t, l).Launch(0), tt.opt)
+			if tt.clean {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				if sum.TotalViolations() != 0 {
+					t.Fatalf("summary counts violations: %+v", sum)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("Validate: nil error")
+			}
+			for _, k := range tt.wantErr {
+				if !errors.Is(err, k) {
+					t.Errorf("error lacks %s: %v", k, err)
+				}
+				if sum.Violations[k] == 0 {
+					t.Errorf("summary lacks %s: %+v", k, sum)
+				}
+			}
+			for _, k := range tt.wantNone {
+				if errors.Is(err, k) {
+					t.Errorf("error has %s: %v", k, err)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateCapsJoinedErrors(t *testing.T) {
+	l, w := oneWarp("RANGE a")
+	for i := 0; i < 250; i++ {
+		w.Pop(1e9 + uint64(i))
+	}
+	sum, err := trace.Validate(capture(t, l).Launch(0), trace.Options{})
+	if sum.Violations[trace.PopEmpty] != 250 {
+		t.Errorf("summary: %+v", sum)
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("error %T is not a join", err)
+	}
+	errs := j.Unwrap()
+	if len(errs) != 101 {
+		t.Fatalf("%d joined errors, want 100 and a count", len(errs))
+	}
+	if got, want := errs[100].Error(), "and 150 more problems"; got != want {
+		t.Errorf("last error %q, want %q", got, want)
+	}
+}
+
+func TestWarpErrors(t *testing.T) {
+	l := &emu.Launch{Kernel: "k", Block: [3]uint32{96, 1, 1}, Capacity: 4, Names: emu.MustNames("RANGE a")}
+	for i := uint32(0); i < 3; i++ {
+		l.Warp([3]uint32{}, i).Push("a", 0, 1e9).Pop(1e9 + 1)
+	}
+	data, err := l.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, err := emu.Read(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm := c0.Launch(0).Meta
+	slotOff := func(s int) int64 { return lm.Offset + int64(s)*lm.Stride() }
+	tests := []struct {
+		name  string
+		patch func(b []byte)
+		want  string
+	}{
+		{"magic", func(b []byte) { b[slotOff(1)] = 0x42 }, "launch 0 warp 1 at offset %d: header magic 0x57454b42, want 0x57454b49 (started) or 0 (never ran)"},
+		{"slot", func(b []byte) { b[slotOff(1)+20] = 2 }, "launch 0 warp 1 at offset %d: header names cta (0,0,0) warp 2, which is slot 2"},
+		{"flags", func(b []byte) { b[slotOff(1)+60] = 0x12 }, "launch 0 warp 1 at offset %d: header flags 0x12: want bit 0 (started) set and only bits 0-1"},
+		{"anchors", func(b []byte) { clear(b[slotOff(1)+48 : slotOff(1)+56]) }, "launch 0 warp 1 at offset %d: end clock"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := append([]byte(nil), data...)
+			tt.patch(b)
+			c, err := emu.Read(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := trace.NewDecoder(c.Launch(0), trace.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w trace.Warp
+			var got []string
+			for {
+				err := d.Next(&w)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					var we *trace.WarpError
+					if !errors.As(err, &we) || !errors.Is(err, trace.ErrCorruptWarp) {
+						t.Fatalf("error %T %v is not a corrupt WarpError", err, err)
+					}
+					got = append(got, err.Error())
+					continue
+				}
+				if len(w.Ranges) != 1 {
+					t.Errorf("warp %d: %d ranges", w.Slot, len(w.Ranges))
+				}
+			}
+			if len(got) != 1 || !strings.HasPrefix(got[0], fmt.Sprintf(tt.want, slotOff(1))) {
+				t.Errorf("errors %q, want one starting %q", got, fmt.Sprintf(tt.want, slotOff(1)))
+			}
+			if s := d.Summary(); s.WarpErrors != 1 || s.Warps != 3 {
+				t.Errorf("summary %+v", s)
+			}
+			if _, err := trace.Validate(c.Launch(0), trace.Options{}); !errors.Is(err, trace.ErrCorruptWarp) {
+				t.Errorf("Validate: %v", err)
+			}
+		})
+	}
+}
+
+func TestReset(t *testing.T) {
+	l, err := emu.ProducerConsumer(emu.PCConfig{CTAs: 3, Stages: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := capture(t, l)
+	first, d := decodeAll(t, c, 0, trace.Options{Strict: true})
+	s1 := d.Summary()
+	d.Reset()
+	var w trace.Warp
+	for i := 0; ; i++ {
+		err := d.Next(&w)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(first[i], w); diff != "" {
+			t.Fatalf("warp %d differs after Reset (-want +got):\n%s", i, diff)
+		}
+	}
+	if diff := cmp.Diff(s1, d.Summary()); diff != "" {
+		t.Errorf("summary after Reset (-want +got):\n%s", diff)
+	}
+	want := trace.Summary{Warps: 6, Started: 6, Finished: 6, Stored: 6*2 + 3*2*5*2, Attempted: 6*2 + 3*2*5*2, Ranges: 30, Marks: 6}
+	if diff := cmp.Diff(want, s1); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+	for _, w := range first {
+		if w.Role == 0 || w.First >= w.Last {
+			t.Errorf("warp %d: role %d, first %d last %d", w.Slot, w.Role, w.First, w.Last)
+		}
+	}
+}
+
+func TestProducerConsumerOverlap(t *testing.T) {
+	for _, ov := range []float64{0, 0.5, 1} {
+		l, err := emu.ProducerConsumer(emu.PCConfig{CTAs: 2, Stages: 4, LoadCycles: 2000, ComputeCycles: 1000, Overlap: ov})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, _ := decodeAll(t, capture(t, l), 0, trace.Options{Strict: true})
+		prod, cons := ws[0], ws[1]
+		var total uint64
+		for i := 0; i+1 < len(cons.Ranges); i++ {
+			c, p := cons.Ranges[i], prod.Ranges[i+1]
+			lo, hi := max(c.StartCycles, p.StartCycles), min(c.EndCycles, p.EndCycles)
+			if hi > lo {
+				total += hi - lo
+			}
+		}
+		if want := uint64(math.Round(ov*1000)) * 3; total != want {
+			t.Errorf("overlap %g: %d overlapping cycles, want %d", ov, total, want)
+		}
+	}
+}
