@@ -20,8 +20,9 @@ type Clock struct {
 	Cycle0 uint64 // cycle counter value at globaltimer Ns0
 	Ns0    uint64
 	TickNs uint64 // globaltimer resolution; 0 means 32 (H200)
-	// JitterCycles: an anchor's clock is read up to this many cycles after
-	// the tick (deterministic per warp), as the device's spin loop does.
+	// JitterCycles: an anchor's clock is off the tick instant by up to this
+	// many cycles either way (deterministic per warp), as the device's spin
+	// loop reads the clock one iteration apart from the timer.
 	JitterCycles uint64
 }
 
@@ -50,17 +51,17 @@ func (c *Clock) NsAt(cy uint64) (int64, float64) {
 }
 
 // anchor returns the pair the device records when it starts spinning at
-// cycle cy: the first globaltimer tick after cy, and the cycle counter when
-// it is seen (rounded up, plus jitter).
-func (c *Clock) anchor(cy uint64, jitter uint64) (gt, clk uint64) {
+// cycle cy: the first globaltimer tick after cy, and the cycle counter at
+// that instant (rounded, plus jitter).
+func (c *Clock) anchor(cy uint64, jitter int64) (gt, clk uint64) {
 	tick := c.tick()
 	ns0 := int64(c.Ns0)
 	base := ns0 - ns0%tick
 	rel := float64(ns0%tick) + float64(int64(cy-c.Cycle0))*1000/c.MHz
 	k := int64(math.Floor(rel/float64(tick))) + 1
 	t := base + k*tick
-	at := math.Ceil(float64(t-ns0) * c.MHz / 1000)
-	return uint64(t), c.Cycle0 + uint64(int64(at)) + jitter
+	at := math.Round(float64(t-ns0) * c.MHz / 1000)
+	return uint64(t), c.Cycle0 + uint64(int64(at)+jitter)
 }
 
 // Launch is an emulated traced launch. Set the fields, add warps with
@@ -271,8 +272,9 @@ func (l *Launch) Meta() trace.LaunchMeta {
 	}
 }
 
-// jitter returns a deterministic value in [0, max] for a slot and anchor.
-func jitter(slot uint64, which uint64, maxJ uint64) uint64 {
+// jitter returns a deterministic value in [-maxJ, maxJ] for a slot and
+// anchor.
+func jitter(slot uint64, which uint64, maxJ uint64) int64 {
 	if maxJ == 0 {
 		return 0
 	}
@@ -280,7 +282,7 @@ func jitter(slot uint64, which uint64, maxJ uint64) uint64 {
 	x ^= x >> 31
 	x *= 0x94d049bb133111eb
 	x ^= x >> 29
-	return x % (maxJ + 1)
+	return int64(x%(2*maxJ+1)) - int64(maxJ)
 }
 
 // encode writes w's slot (len(b) == stride) as the device would leave it.
