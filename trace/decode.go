@@ -465,7 +465,11 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) *WarpError
 		for i := range ev {
 			r := Record(le.Uint64(b[i*RecordSize:]))
 			c += uint64(uint32(r) - uint32(c))
-			ev[i] = Event{kind: r.Kind(), name: r.Name(), payload: r.Payload(), cycles: c, time: fit.Ns(c)}
+			// Field by field: a composite literal is built on the stack
+			// with narrow stores and copied with wide loads, which stalls
+			// store forwarding.
+			e := &ev[i]
+			e.kind, e.name, e.payload, e.cycles, e.time = r.Kind(), r.Name(), r.Payload(), c, fit.Ns(c)
 		}
 		if n > 0 && h.Finished() && c > h.EndClock {
 			d.violate(w, BadRecord, n-1, "", fmt.Sprintf(
@@ -476,7 +480,8 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) *WarpError
 		for i := n - 1; i >= 0; i-- {
 			r := Record(le.Uint64(b[i*RecordSize:]))
 			c -= uint64(uint32(c) - uint32(r))
-			ev[i] = Event{kind: r.Kind(), name: r.Name(), payload: r.Payload(), cycles: c}
+			e := &ev[i]
+			e.kind, e.name, e.payload, e.cycles = r.Kind(), r.Name(), r.Payload(), c
 		}
 		for i := range ev {
 			ev[i].time = fit.Ns(ev[i].cycles)

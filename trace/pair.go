@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -44,6 +45,10 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit) {
 	d.tok.clear()
 	nk := &d.nk
 	nAsync := 0
+	// Placeholders are appended in event (time) order; only a tie in Start
+	// with a smaller depth than the previous range breaks the sort.
+	sorted := true
+	prevStart, prevDepth := int64(math.MinInt64), int32(0)
 	for i := range ev {
 		e := &ev[i]
 		switch e.kind {
@@ -52,10 +57,14 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit) {
 				d.badName(w, i, e)
 			}
 			d.stack = append(d.stack, openPush{name: e.name, idx: int32(i), rng: int32(len(w.Ranges))})
-			w.Ranges = append(w.Ranges, Range{
-				Name: e.name, Payload: e.payload, Start: e.time, StartCycles: e.cycles,
-				Depth: lost + int32(len(d.stack)) - 1,
-			})
+			var r *Range
+			w.Ranges, r = appendZero(w.Ranges)
+			r.Name, r.Payload, r.Start, r.StartCycles = e.name, e.payload, e.time, e.cycles
+			r.Depth = lost + int32(len(d.stack)) - 1
+			if r.Depth < prevDepth && r.Start == prevStart {
+				sorted = false
+			}
+			prevStart, prevDepth = r.Start, r.Depth
 		case KindPop:
 			if e.name != 0 && nk[e.name] != nkRange {
 				d.badName(w, i, e)
@@ -89,14 +98,18 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit) {
 				d.badName(w, i, e)
 			}
 			key := uint32(e.name)<<16 | uint32(e.payload)
-			d.starts = append(d.starts, openStart{
-				name: e.name, payload: e.payload, open: true,
-				idx: int32(i), rng: int32(len(w.Ranges)), prev: d.tok.get(key),
-			})
+			var s *openStart
+			d.starts, s = appendZero(d.starts)
+			s.name, s.payload, s.open = e.name, e.payload, true
+			s.idx, s.rng, s.prev = int32(i), int32(len(w.Ranges)), d.tok.get(key)
 			d.tok.set(key, int32(len(d.starts)-1))
-			w.Ranges = append(w.Ranges, Range{
-				Name: e.name, Payload: e.payload, Start: e.time, StartCycles: e.cycles, Async: true,
-			})
+			var r *Range
+			w.Ranges, r = appendZero(w.Ranges)
+			r.Name, r.Payload, r.Start, r.StartCycles, r.Async = e.name, e.payload, e.time, e.cycles, true
+			if r.Start == prevStart && prevDepth > 0 {
+				sorted = false
+			}
+			prevStart, prevDepth = r.Start, 0
 			nAsync++
 		case KindEnd:
 			if nk[e.name] != nkRange {
@@ -126,7 +139,9 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit) {
 			if nk[e.name] != nkMark {
 				d.badName(w, i, e)
 			}
-			w.Marks = append(w.Marks, Mark{Name: e.name, Payload: e.payload, Time: e.time, Cycles: e.cycles})
+			var m *Mark
+			w.Marks, m = appendZero(w.Marks)
+			m.Name, m.Payload, m.Time, m.Cycles = e.name, e.payload, e.time, e.cycles
 		case KindRole:
 			if nk[e.name] != nkRole {
 				d.badName(w, i, e)
@@ -159,14 +174,31 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit) {
 	if len(d.trunc) > 0 {
 		slices.SortStableFunc(d.trunc, cmpRange)
 		w.Ranges = slices.Insert(w.Ranges, 0, d.trunc...)
+		sorted = false
 	}
-	if !slices.IsSortedFunc(w.Ranges, cmpRange) {
+	if !sorted && !slices.IsSortedFunc(w.Ranges, cmpRange) {
 		slices.SortStableFunc(w.Ranges, cmpRange)
 	}
 	if nAsync > 0 {
 		d.assignLanes(w.Ranges)
 	}
 	// Violations in event order (end-of-warp ones last) are already so.
+}
+
+// appendZero appends a zero element and returns a pointer to it, so the
+// caller fills it field by field in place.
+func appendZero[S ~[]E, E any](s S) (S, *E) {
+	n := len(s)
+	if n < cap(s) {
+		s = s[:n+1]
+		p := &s[n]
+		var z E
+		*p = z
+		return s, p
+	}
+	var z E
+	s = append(s, z)
+	return s, &s[n]
 }
 
 func cmpRange(a, b Range) int {
@@ -210,6 +242,12 @@ func (d *Decoder) assignLanes(rs []Range) {
 	for i := range rs {
 		r := &rs[i]
 		if !r.Async {
+			continue
+		}
+		// Fast path: one lane, free again.
+		if len(d.busy) == 1 && len(d.free) == 0 && d.busy[0].end <= r.StartCycles {
+			r.Lane = d.busy[0].lane
+			d.busy[0].end = r.EndCycles
 			continue
 		}
 		for len(d.busy) > 0 && d.busy[0].end <= r.StartCycles {
@@ -310,60 +348,65 @@ func popLane(h []int32) []int32 {
 }
 
 // tokTable maps a start/end token (name<<16 | payload) to the index of its
-// most recent open start (-1 for none): open addressing with linear probing,
-// cleared per warp in time proportional to the keys used.
+// most recent open start (-1 for none): open addressing with linear probing
+// over one array of 8-byte slots (key+1, 0 = empty), cleared per warp in time
+// proportional to the keys used.
 type tokTable struct {
-	keys []uint32
-	vals []int32
-	used []bool
-	list []int32 // used slots, for clear
+	slots []tokSlot
+	list  []int32 // used slots, for clear
+}
+
+type tokSlot struct {
+	key1 uint32 // key+1; 0 = empty
+	val  int32
 }
 
 func (t *tokTable) clear() {
 	for _, i := range t.list {
-		t.used[i] = false
+		t.slots[i].key1 = 0
 	}
 	t.list = t.list[:0]
 }
 
 func (t *tokTable) slot(key uint32) int {
-	mask := len(t.keys) - 1
-	i := int((key*0x9e3779b1)>>7) & mask
-	for t.used[i] && t.keys[i] != key {
+	mask := len(t.slots) - 1
+	i := int((key*0x9e3779b1)>>16) & mask
+	for k := t.slots[i].key1; k != 0 && k != key+1; k = t.slots[i].key1 {
 		i = (i + 1) & mask
 	}
 	return i
 }
 
 func (t *tokTable) get(key uint32) int32 {
-	if len(t.keys) == 0 {
+	if len(t.slots) == 0 {
 		return -1
 	}
 	i := t.slot(key)
-	if !t.used[i] {
+	if t.slots[i].key1 == 0 {
 		return -1
 	}
-	return t.vals[i]
+	return t.slots[i].val
 }
 
 func (t *tokTable) set(key uint32, v int32) {
-	if 2*(len(t.list)+1) > len(t.keys) {
+	if 2*(len(t.list)+1) > len(t.slots) {
 		t.grow()
 	}
 	i := t.slot(key)
-	if !t.used[i] {
-		t.used[i], t.keys[i] = true, key
+	p := &t.slots[i]
+	if p.key1 == 0 {
+		p.key1 = key + 1
 		t.list = append(t.list, int32(i))
 	}
-	t.vals[i] = v
+	p.val = v
 }
 
 func (t *tokTable) grow() {
-	oldK, oldV, oldL := t.keys, t.vals, t.list
-	n := max(64, 2*len(t.keys))
-	t.keys, t.vals, t.used = make([]uint32, n), make([]int32, n), make([]bool, n)
+	old, oldL := t.slots, t.list
+	n := max(64, 2*len(t.slots))
+	t.slots = make([]tokSlot, n)
 	t.list = make([]int32, 0, n/2)
 	for _, i := range oldL {
-		t.set(oldK[i], oldV[i])
+		t.set(old[i].key1-1, old[i].val)
 	}
 }
