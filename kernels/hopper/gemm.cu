@@ -1,0 +1,199 @@
+// gemm: a warp-specialized bf16 GEMM for Hopper (sm_90a): TMA + wgmma.
+//
+//   C[M][N] = sum_k A[M][k] * B[N][k]   ("TN": A row-major MxK, B row-major NxK)
+//
+// bf16 inputs, fp32 accumulation, bf16 output (round to nearest).
+//
+// One CTA computes one 128x256 tile of C (grid = M/128 * N/256, rasterised in
+// groups of GEMM_GROUP_M tile rows so that concurrently running CTAs share A
+// and B panels in L2). Block = 384 threads = 3 warpgroups:
+//   warpgroup 0, producer: gives registers back (setmaxnreg.dec 40); its warp
+//     0 walks K in steps of 64: waits for a free stage of a GEMM_STAGES-deep
+//     ring (empty mbarrier), then lane 0 issues two 2D tensor copies
+//     (cp.async.bulk.tensor, 128-byte swizzle): A 128x64 and B 256x64,
+//     completing on the stage's full mbarrier. Warps 1-3 only set their role.
+//   warpgroups 1 and 2, consumers: take registers (setmaxnreg.inc 232); each
+//     owns 64 rows of the tile and, per stage, waits for the data, issues 4
+//     wgmma.m64n256k16 (fp32 accumulators, 128 registers per thread), commits
+//     and waits for the previous stage's group, which it then frees (one
+//     arrive per warp: the empty barrier counts 8).
+//   Epilogue: each consumer thread converts its accumulators to bf16 and
+//     stores them as bf16 pairs straight to global memory.
+//
+// Not done (see docs/OVERHEAD.md): thread-block clusters with TMA multicast, a
+// persistent grid overlapping one tile's epilogue with the next tile's main
+// loop, and a shared-memory + TMA-store epilogue. Shapes must be multiples of
+// the tile: M % 128 == 0, N % 256 == 0, K % 64 == 0 (the host checks).
+//
+// Tracing (iket.cuh; same source with and without -DIKET_ENABLE=1): every warp
+// sets its role once; per k step, with the ring stage as the payload, the
+// producer warp records wait_free and issue, every consumer warp wait_data and
+// compute; each consumer warp records one epilogue range per tile.
+//
+// Launch: grid = (M/128 * N/256), block = (384), dynamic shared memory =
+// GEMM_SMEM_BYTES; arguments (const __grid_constant__ CUtensorMap tmA,
+// const __grid_constant__ CUtensorMap tmB, bf16* C, int M, int N, int K).
+// tmA: bf16, dims {K, M}, row stride K*2 bytes, box {64, 128}; tmB: bf16,
+// dims {K, N}, row stride K*2 bytes, box {64, 256}; both SWIZZLE_128B.
+// Build: nvcc -cubin -gencode=arch=compute_90a,code=sm_90a.
+#include <cuda_bf16.h>
+#include <stdio.h>
+
+#include "hopper.cuh"
+#include "iket.cuh"
+#include "wgmma.cuh"
+
+#define GEMM_NAMES(X) \
+  X(ROLE, producer)   \
+  X(ROLE, consumer)   \
+  X(RANGE, wait_free) \
+  X(RANGE, issue)     \
+  X(RANGE, wait_data) \
+  X(RANGE, compute)   \
+  X(RANGE, epilogue)
+IKET_NAMES(GEMM_NAMES)
+
+#define GEMM_BM 128
+#define GEMM_BN 256
+#define GEMM_BK 64
+#define GEMM_STAGES 4
+#define GEMM_GROUP_M 16
+#define GEMM_THREADS 384
+#define GEMM_A_BYTES (GEMM_BM * GEMM_BK * 2)  // 16 KiB
+#define GEMM_B_BYTES (GEMM_BN * GEMM_BK * 2)  // 32 KiB
+#define GEMM_STAGE_BYTES (GEMM_A_BYTES + GEMM_B_BYTES)
+// The ring plus 1 KiB to align it to the 1024 bytes the swizzle needs.
+#define GEMM_SMEM_BYTES (GEMM_STAGES * GEMM_STAGE_BYTES + 1024)
+
+// The 128-byte opaque tensor map (CUtensorMap), passed by value.
+struct __align__(64) TensorMap {
+  unsigned long long opaque[16];
+};
+
+extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
+    gemm(const __grid_constant__ TensorMap tmA,
+         const __grid_constant__ TensorMap tmB, __nv_bfloat16* __restrict__ C,
+         int M, int N, int K) {
+  iket::Warp tr;
+#if defined(HOPPER_HAS_WGMMA)
+  extern __shared__ unsigned char smem_raw[];
+  __shared__ __align__(8) uint64_t full[GEMM_STAGES];
+  __shared__ __align__(8) uint64_t empty[GEMM_STAGES];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int wg = warp / 4;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < GEMM_STAGES; ++s) {
+      hopper::mbar_init(&full[s], 1);
+      hopper::mbar_init(&empty[s], 8);  // one arrive per consumer warp
+    }
+    hopper::mbar_fence_init();
+  }
+  __syncthreads();
+
+  // Tile coordinates, grouped along M.
+  const int tiles_m = M / GEMM_BM;
+  const int tiles_n = N / GEMM_BN;
+  const int per_group = GEMM_GROUP_M * tiles_n;
+  const int bid = blockIdx.x;
+  const int first_m = (bid / per_group) * GEMM_GROUP_M;
+  const int group_m = min(tiles_m - first_m, GEMM_GROUP_M);
+  const int tm = first_m + (bid % per_group) % group_m;
+  const int tn = (bid % per_group) / group_m;
+  const int ktiles = K / GEMM_BK;
+
+  if (wg == 0) {
+    hopper::setmaxnreg_dec<40>();
+    tr.set_role(iket_id::producer);
+    if (warp == 0) {
+      if (lane == 0) {
+        hopper::prefetch_tmap(&tmA);
+        hopper::prefetch_tmap(&tmB);
+      }
+#pragma unroll 1
+      for (int kt = 0; kt < ktiles; ++kt) {
+        const int s = kt % GEMM_STAGES;
+        const uint32_t round = (uint32_t)(kt / GEMM_STAGES);
+        tr.range_push(iket_id::wait_free, s);
+        hopper::mbar_wait(&empty[s], (round & 1u) ^ 1u, 0x100u + s);
+        tr.range_pop();
+        tr.range_push(iket_id::issue, s);
+        if (lane == 0) {
+          unsigned char* a = smem + s * GEMM_STAGE_BYTES;
+          unsigned char* b = a + GEMM_A_BYTES;
+          hopper::mbar_arrive_expect_tx(&full[s], GEMM_STAGE_BYTES);
+          hopper::tma_load_2d(a, &tmA, kt * GEMM_BK, tm * GEMM_BM, &full[s]);
+          hopper::tma_load_2d(b, &tmB, kt * GEMM_BK, tn * GEMM_BN, &full[s]);
+        }
+        __syncwarp();
+        tr.range_pop();
+      }
+    }
+  } else {
+    hopper::setmaxnreg_inc<232>();
+    tr.set_role(iket_id::consumer);
+    const int cw = wg - 1;  // which 64-row half of the tile
+    float acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+
+#pragma unroll 1
+    for (int kt = 0; kt < ktiles; ++kt) {
+      const int s = kt % GEMM_STAGES;
+      const uint32_t round = (uint32_t)(kt / GEMM_STAGES);
+      tr.range_push(iket_id::wait_data, s);
+      hopper::mbar_wait(&full[s], round & 1u, 0x200u + s);
+      tr.range_pop();
+
+      tr.range_push(iket_id::compute, s);
+      const unsigned char* a =
+          smem + s * GEMM_STAGE_BYTES + cw * (64 * GEMM_BK * 2);
+      const unsigned char* b = smem + s * GEMM_STAGE_BYTES + GEMM_A_BYTES;
+      const uint64_t da = hopper::wgmma_desc_sw128(a);
+      const uint64_t db = hopper::wgmma_desc_sw128(b);
+      hopper::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < GEMM_BK / 16; ++kk) {
+        // 16 bf16 = 32 bytes further along K: +2 in the 16-byte address field.
+        hopper::wgmma_m64n256k16(acc, da + 2 * kk, db + 2 * kk);
+      }
+      hopper::wgmma_commit();
+      // The previous stage's MMAs have completed: free its slot.
+      hopper::wgmma_wait<1>();
+      if (kt > 0) {
+        __syncwarp();
+        if (lane == 0) hopper::mbar_arrive(&empty[(kt - 1) % GEMM_STAGES]);
+      }
+      tr.range_pop();
+    }
+    hopper::wgmma_wait<0>();
+
+    tr.range_push(iket_id::epilogue);
+    // Accumulator i of thread (warp w in the warpgroup, lane l) holds row
+    // 16w + l/4 (+8 when i%4 >= 2), column 8*(i/4) + 2*(l%4) + i%2.
+    const int wi = warp % 4;
+    const long long row0 =
+        (long long)tm * GEMM_BM + cw * 64 + wi * 16 + lane / 4;
+    const int col0 = tn * GEMM_BN + 2 * (lane % 4);
+#pragma unroll
+    for (int i = 0; i < 128; i += 4) {
+      const int col = col0 + 8 * (i / 4);
+      __nv_bfloat162 lo = __floats2bfloat162_rn(acc[i], acc[i + 1]);
+      __nv_bfloat162 hi = __floats2bfloat162_rn(acc[i + 2], acc[i + 3]);
+      *reinterpret_cast<__nv_bfloat162*>(C + row0 * N + col) = lo;
+      *reinterpret_cast<__nv_bfloat162*>(C + (row0 + 8) * N + col) = hi;
+    }
+    tr.range_pop();
+  }
+#else
+  // Built for a target without wgmma (plain sm_90 or older): refuse loudly.
+  if (threadIdx.x == 0 && blockIdx.x == 0)
+    printf("gemm: built without sm_90a features; rebuild with "
+           "-gencode=arch=compute_90a,code=sm_90a\n");
+  __trap();
+#endif
+}
