@@ -77,6 +77,7 @@ type Decoder struct {
 	buf    []byte
 	stack  []openPush
 	starts []openStart
+	open   []int32 // open starts, while few (see pair)
 	tok    tokTable
 	trunc  []Range
 	busy   laneHeap

@@ -43,6 +43,10 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit) {
 	d.starts = d.starts[:0]
 	d.trunc = d.trunc[:0]
 	d.tok.clear()
+	d.open = d.open[:0]
+	// Open starts are found by a scan of d.open from the most recent while
+	// there are few, and through the token table once there are many.
+	hashed, nOpen := false, 0
 	nk := &d.nk
 	nAsync := 0
 	// Placeholders are appended in event (time) order; only a tie in Start
@@ -97,12 +101,31 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit) {
 			if nk[e.name] != nkRange {
 				d.badName(w, i, e)
 			}
-			key := uint32(e.name)<<16 | uint32(e.payload)
 			var s *openStart
 			d.starts, s = appendZero(d.starts)
 			s.name, s.payload, s.open = e.name, e.payload, true
-			s.idx, s.rng, s.prev = int32(i), int32(len(w.Ranges)), d.tok.get(key)
-			d.tok.set(key, int32(len(d.starts)-1))
+			s.idx, s.rng, s.prev = int32(i), int32(len(w.Ranges)), -1
+			si := int32(len(d.starts) - 1)
+			nOpen++
+			switch {
+			case hashed:
+				key := uint32(e.name)<<16 | uint32(e.payload)
+				s.prev = d.tok.get(key)
+				d.tok.set(key, si)
+			case len(d.open) < linearOpen:
+				d.open = append(d.open, si)
+			default:
+				// Many open starts: index them by token from now on.
+				hashed = true
+				d.open = append(d.open, si)
+				for _, j := range d.open {
+					o := &d.starts[j]
+					key := uint32(o.name)<<16 | uint32(o.payload)
+					o.prev = d.tok.get(key)
+					d.tok.set(key, j)
+				}
+				d.open = d.open[:0]
+			}
 			var r *Range
 			w.Ranges, r = appendZero(w.Ranges)
 			r.Name, r.Payload, r.Start, r.StartCycles, r.Async = e.name, e.payload, e.time, e.cycles, true
@@ -115,8 +138,22 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit) {
 			if nk[e.name] != nkRange {
 				d.badName(w, i, e)
 			}
-			key := uint32(e.name)<<16 | uint32(e.payload)
-			h := d.tok.get(key)
+			h := int32(-1)
+			if hashed {
+				key := uint32(e.name)<<16 | uint32(e.payload)
+				if h = d.tok.get(key); h >= 0 {
+					d.tok.set(key, d.starts[h].prev)
+				}
+			} else {
+				// The most recent open start of the token.
+				for j := len(d.open) - 1; j >= 0; j-- {
+					if o := &d.starts[d.open[j]]; o.name == e.name && o.payload == e.payload {
+						h = d.open[j]
+						d.open = append(d.open[:j], d.open[j+1:]...)
+						break
+					}
+				}
+			}
 			if h < 0 {
 				if truncOK {
 					d.trunc = append(d.trunc, Range{
@@ -132,7 +169,7 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit) {
 			}
 			s := &d.starts[h]
 			s.open = false
-			d.tok.set(key, s.prev)
+			nOpen--
 			r := &w.Ranges[s.rng]
 			r.End, r.EndCycles = e.time, e.cycles
 		case KindMark:
@@ -163,6 +200,9 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit) {
 		d.violate(w, UnclosedRange, int(p.idx), d.meta.NameText(p.name), fmt.Sprintf("push of %q still open at the warp's end", d.meta.NameText(p.name)))
 	}
 	for i := range d.starts {
+		if nOpen == 0 {
+			break
+		}
 		s := &d.starts[i]
 		if !s.open {
 			continue
@@ -184,6 +224,10 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit) {
 	}
 	// Violations in event order (end-of-warp ones last) are already so.
 }
+
+// linearOpen is how many open starts a warp may have before END lookups
+// switch from a scan to the token table.
+const linearOpen = 16
 
 // appendZero appends a zero element and returns a pointer to it, so the
 // caller fills it field by field in place.
