@@ -1,0 +1,73 @@
+// eventcost: what one iket event costs, measured two ways.
+//
+// 1. Cycles. ev_loop runs `iters` iterations of a dependent FMA; the
+//    instrumented build (-DIKET_ENABLE=1) also records one mark per iteration
+//    (payload = iteration), the uninstrumented build records nothing. Lane 0 of
+//    each warp writes the %clock64 cycles the loop took to cycles[warp slot].
+//    With one warp this is the event's latency on the dependent path; with 64
+//    warps per SM (grid = 2 x SMs, block = 1024) the SM's cycles divided by the
+//    events it recorded is the throughput cost.
+// 2. Instructions. ev_sass1, ev_sass2 and ev_sass3 are identical but for 1, 2
+//    and 3 marks; scripts/overhead.sh counts their SASS instructions
+//    (cuobjdump -sass) and the differences are the instructions of one event.
+//
+// Launch ev_loop: block = (1024) or (32); arguments (unsigned long long*
+// cycles, float* sink, int iters); cycles and sink hold one entry per warp and
+// per thread. ev_sassN: grid = (1), block = (32); argument (unsigned* p) with
+// 4 entries.
+#include "iket.cuh"
+
+#define EVENTCOST_NAMES(X) X(MARK, tick) X(ROLE, bench)
+IKET_NAMES(EVENTCOST_NAMES)
+
+extern "C" __global__ void __launch_bounds__(1024, 2)
+    ev_loop(unsigned long long* __restrict__ cycles, float* __restrict__ sink,
+            int iters) {
+  iket::Warp tr;
+  tr.set_role(iket_id::bench);
+  float x = (float)threadIdx.x;
+  const float a = 1.0001f + (float)(iters & 1) * 1e-7f;
+  unsigned long long t0, t1;
+  __syncwarp();
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0)::"memory");
+#pragma unroll 1
+  for (int i = 0; i < iters; ++i) {
+    x = fmaf(x, a, 0.5f);
+    tr.mark(iket_id::tick, (unsigned)i);
+  }
+  __syncwarp();
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1)::"memory");
+  const unsigned long long tid =
+      (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+  sink[tid] = x;
+  if (threadIdx.x % 32 == 0) cycles[tid / 32] = t1 - t0;
+}
+
+// The SASS probes: p[1] is a run-time payload, p[0] and p[2] are stores the
+// events sit between.
+extern "C" __global__ void ev_sass1(unsigned* p) {
+  iket::Warp tr;
+  const unsigned v = p[1];
+  p[0] = v;
+  tr.mark(iket_id::tick, v);
+  p[2] = v + 1;
+}
+
+extern "C" __global__ void ev_sass2(unsigned* p) {
+  iket::Warp tr;
+  const unsigned v = p[1];
+  p[0] = v;
+  tr.mark(iket_id::tick, v);
+  tr.mark(iket_id::tick, v + 1);
+  p[2] = v + 1;
+}
+
+extern "C" __global__ void ev_sass3(unsigned* p) {
+  iket::Warp tr;
+  const unsigned v = p[1];
+  p[0] = v;
+  tr.mark(iket_id::tick, v);
+  tr.mark(iket_id::tick, v + 1);
+  tr.mark(iket_id::tick, v + 2);
+  p[2] = v + 1;
+}
