@@ -1,0 +1,289 @@
+package perfetto
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+// keyRunning is the summary key of "warps running" (between their start and
+// end anchors); other keys are role<<16 | range name.
+const keyRunning = math.MaxUint32
+
+// roleShared marks a range name used by warps of several roles.
+const roleShared = math.MaxUint16
+
+// ctaCounters writes the CTA's counter tracks: for each (role, range name),
+// how many of the CTA's warps of that role are inside a range of that name
+// (a warp inside nested ranges of one name counts once); and, when warps
+// dropped events, the cumulative dropped events. It also feeds the launch
+// summary.
+func (w *Writer) ctaCounters(ctaID uint64) {
+	c := &w.cta
+	c.trans = c.trans[:0]
+	c.drops = c.drops[:0]
+	for i := range c.warps {
+		cw := &c.warps[i]
+		in := &cw.info
+		w.sum.add(keyRunning, in.first, in.last, 1)
+		if in.dropped > 0 {
+			t := in.first
+			if w.lm.Mode != "wrap" && in.hasEv {
+				t = in.lastEv
+			}
+			c.drops = append(c.drops, delta{t: t, d: int64(in.dropped)})
+		}
+		c.deltas = c.deltas[:0]
+		for j := cw.r0; j < cw.r1; j++ {
+			r := &c.ranges[j]
+			key := uint32(in.role)<<16 | uint32(r.Name)
+			c.deltas = append(c.deltas, delta{t: r.Start, key: key, d: 1}, delta{t: max(r.End, r.Start), key: key, d: -1})
+		}
+		if len(c.deltas) == 0 {
+			continue
+		}
+		slices.SortFunc(c.deltas, cmpDeltaTime)
+		c.keys = c.keys[:0]
+		for _, d := range c.deltas {
+			k := -1
+			for j := range c.keys {
+				if c.keys[j].key == d.key {
+					k = j
+					break
+				}
+			}
+			if k < 0 {
+				c.keys = append(c.keys, keyCount{key: d.key})
+				k = len(c.keys) - 1
+			}
+			before := c.keys[k].n
+			c.keys[k].n += d.d
+			if before == 0 && c.keys[k].n > 0 {
+				c.trans = append(c.trans, delta{t: d.t, key: d.key, d: 1})
+			} else if before > 0 && c.keys[k].n == 0 {
+				c.trans = append(c.trans, delta{t: d.t, key: d.key, d: -1})
+			}
+		}
+	}
+	slices.SortFunc(c.trans, cmpDeltaKey)
+	rank := int32(-1000)
+	for i := 0; i < len(c.trans); {
+		key := c.trans[i].key
+		j := i
+		for j < len(c.trans) && c.trans[j].key == key {
+			j++
+		}
+		id := trackUUID(kindCTACounter, w.li, c.linear, uint64(key))
+		w.sc = appendKeyName(w.sc[:0], w.lm, key)
+		w.track(id, ctaID, rank, true, false, true, w.sc, "")
+		rank++
+		var v, prevT int64
+		for k := i; k < j; {
+			t := c.trans[k].t
+			if v != 0 {
+				w.sum.add(key, prevT, t, float64(v))
+			}
+			for k < j && c.trans[k].t == t {
+				v += c.trans[k].d
+				k++
+			}
+			w.counter(id, t, v)
+			prevT = t
+		}
+		i = j
+	}
+	if len(c.drops) > 0 {
+		slices.SortFunc(c.drops, cmpDeltaTime)
+		id := trackUUID(kindCTADrops, w.li, c.linear, 0)
+		w.track(id, ctaID, -2000, true, false, true, []byte("dropped events"), "cumulative events the CTA's warps attempted but did not store")
+		var total int64
+		for k := 0; k < len(c.drops); {
+			t := c.drops[k].t
+			for k < len(c.drops) && c.drops[k].t == t {
+				total += c.drops[k].d
+				k++
+			}
+			w.counter(id, t, total)
+		}
+	}
+}
+
+func appendKeyName(b []byte, lm interface{ NameText(uint16) string }, key uint32) []byte {
+	if key == keyRunning {
+		return append(b, "warps running"...)
+	}
+	role, name := uint16(key>>16), uint16(key)
+	if role == 0 {
+		b = append(b, "warps"...)
+	} else {
+		b = append(b, lm.NameText(role)...)
+	}
+	b = append(b, " in "...)
+	if name == 0 {
+		return append(b, "(unnamed)"...)
+	}
+	return append(b, lm.NameText(name)...)
+}
+
+// counter writes one integer counter sample.
+func (w *Writer) counter(track uint64, t int64, v int64) {
+	b := w.packetHead(w.pk[:0], t, false)
+	var at int
+	b, at = openLen(b, fPktTrackEvent)
+	b = appendVarintField(b, fTEType, typeCounter)
+	b = appendVarintField(b, fTETrackUUID, track)
+	b = appendVarintField(b, fTECounterValue, uint64(v))
+	w.pk = closeLen(b, at)
+	w.emitPacket()
+	w.stats.CounterEvents++
+}
+
+// doubleCounter writes one floating-point counter sample.
+func (w *Writer) doubleCounter(track uint64, t int64, v float64) {
+	b := w.packetHead(w.pk[:0], t, false)
+	var at int
+	b, at = openLen(b, fPktTrackEvent)
+	b = appendVarintField(b, fTEType, typeCounter)
+	b = appendVarintField(b, fTETrackUUID, track)
+	b = appendDoubleField(b, fTEDoubleCounter, v)
+	w.pk = closeLen(b, at)
+	w.emitPacket()
+	w.stats.CounterEvents++
+}
+
+// matchFlows links producer ranges to consumer ranges of the CTA. The rule
+// (docs/PERFETTO-EXPORT.md):
+//
+//   - Roles are ordered by name id (their order in IKET_NAMES); a warp of
+//     role A feeds the warps of the next role present in the CTA.
+//   - Only range names used by warps of a single role take part (a barrier
+//     wait shared by both roles does not).
+//   - For a source warp S, a target warp T, a source range name n and a
+//     payload p: S's ranges (n, p) in order of their end are matched in turn
+//     to T's ranges of payload p in order of their start; each source range
+//     goes to the first target range not yet matched for (n, p) that starts
+//     at or after the source ends (and strictly after it starts).
+func (w *Writer) matchFlows() {
+	c := &w.cta
+	if c.names == nil {
+		c.names = make(map[uint16]uint16)
+	}
+	clear(c.names)
+	c.roles = c.roles[:0]
+	for i := range c.warps {
+		cw := &c.warps[i]
+		role := cw.info.role
+		if role != 0 && !slices.Contains(c.roles, role) {
+			c.roles = append(c.roles, role)
+		}
+		for j := cw.r0; j < cw.r1; j++ {
+			n := c.ranges[j].Name
+			if have, ok := c.names[n]; !ok {
+				c.names[n] = role
+			} else if have != role {
+				c.names[n] = roleShared
+			}
+		}
+	}
+	if len(c.roles) < 2 {
+		return
+	}
+	slices.Sort(c.roles)
+	for si := range c.warps {
+		s := &c.warps[si]
+		a := s.info.role
+		if a == 0 {
+			continue
+		}
+		ri, _ := slices.BinarySearch(c.roles, a)
+		if ri+1 >= len(c.roles) {
+			continue
+		}
+		bRole := c.roles[ri+1]
+		c.src = c.src[:0]
+		for j := s.r0; j < s.r1; j++ {
+			if c.names[c.ranges[j].Name] == a {
+				c.src = append(c.src, int32(j))
+			}
+		}
+		if len(c.src) == 0 {
+			continue
+		}
+		rs := c.ranges
+		sort.SliceStable(c.src, func(x, y int) bool {
+			p, q := &rs[c.src[x]], &rs[c.src[y]]
+			if p.Name != q.Name {
+				return p.Name < q.Name
+			}
+			if p.Payload != q.Payload {
+				return p.Payload < q.Payload
+			}
+			return p.End < q.End
+		})
+		for ti := range c.warps {
+			t := &c.warps[ti]
+			if t.info.role != bRole {
+				continue
+			}
+			c.dst = c.dst[:0]
+			for j := t.r0; j < t.r1; j++ {
+				if c.names[c.ranges[j].Name] == bRole {
+					c.dst = append(c.dst, int32(j))
+				}
+			}
+			if len(c.dst) == 0 {
+				continue
+			}
+			sort.SliceStable(c.dst, func(x, y int) bool {
+				p, q := &rs[c.dst[x]], &rs[c.dst[y]]
+				if p.Payload != q.Payload {
+					return p.Payload < q.Payload
+				}
+				return p.Start < q.Start
+			})
+			w.matchPair()
+		}
+	}
+}
+
+// matchPair matches c.src (sorted by name, payload, end) to c.dst (sorted by
+// payload, start).
+func (w *Writer) matchPair() {
+	c := &w.cta
+	rs := c.ranges
+	for i := 0; i < len(c.src); {
+		n, p := rs[c.src[i]].Name, rs[c.src[i]].Payload
+		j := i
+		for j < len(c.src) && rs[c.src[j]].Name == n && rs[c.src[j]].Payload == p {
+			j++
+		}
+		lo := sort.Search(len(c.dst), func(k int) bool { return rs[c.dst[k]].Payload >= p })
+		hi := lo
+		for hi < len(c.dst) && rs[c.dst[hi]].Payload == p {
+			hi++
+		}
+		ptr := lo
+		for k := i; k < j; k++ {
+			x := &rs[c.src[k]]
+			for ptr < hi && (rs[c.dst[ptr]].Start < x.End || rs[c.dst[ptr]].Start <= x.Start) {
+				ptr++
+			}
+			if ptr >= hi {
+				break
+			}
+			w.link(c.src[k], c.dst[ptr])
+			ptr++
+		}
+		i = j
+	}
+}
+
+func (w *Writer) link(src, dst int32) {
+	c := &w.cta
+	id := w.nextFlow
+	w.nextFlow++
+	c.flows = append(c.flows, flowRef{id: id, next: c.flowHead[src]})
+	c.flowHead[src] = int32(len(c.flows) - 1)
+	c.flows = append(c.flows, flowRef{id: id, term: true, next: c.flowHead[dst]})
+	c.flowHead[dst] = int32(len(c.flows) - 1)
+}

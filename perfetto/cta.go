@@ -1,0 +1,363 @@
+package perfetto
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+// ctaBuf holds one CTA's warps: the writer needs all of them to compute the
+// CTA's counters and flows. Its slices are reused from CTA to CTA.
+type ctaBuf struct {
+	n      int
+	linear uint64
+	warps  []ctaWarp
+	ranges []trace.Range
+	marks  []trace.Mark
+	viols  []violRef
+	// flowHead[i] is the first flow of ranges[i] in flows, -1 if none.
+	flowHead []int32
+	flows    []flowRef
+
+	// scratch for counters and flows
+	deltas []delta
+	trans  []delta
+	keys   []keyCount
+	names  map[uint16]uint16 // range name -> role using it, or roleShared
+	src    []int32
+	dst    []int32
+	roles  []uint16
+	drops  []delta
+}
+
+type ctaWarp struct {
+	info   warpInfo
+	r0, r1 int // ranges[r0:r1]
+	m0, m1 int
+	v0, v1 int
+}
+
+type flowRef struct {
+	id   uint64
+	term bool
+	next int32
+}
+
+func (c *ctaBuf) reset() {
+	c.n = 0
+	c.warps = c.warps[:0]
+	c.ranges = c.ranges[:0]
+	c.marks = c.marks[:0]
+	c.viols = c.viols[:0]
+	c.flowHead = c.flowHead[:0]
+	c.flows = c.flows[:0]
+}
+
+// add copies a started warp into the buffer.
+func (c *ctaBuf) add(wp *trace.Warp) {
+	if c.n == 0 {
+		c.reset()
+		c.linear = wp.CTALinear
+	}
+	c.n++
+	cw := ctaWarp{info: warpInfo{
+		slot: wp.Slot, sm: wp.SM, cta: wp.CTA, ctaLinear: wp.CTALinear, warp: wp.Warp, role: wp.Role,
+		finished: wp.Finished, count: wp.Count, stored: wp.Stored, dropped: wp.Dropped, trimmed: wp.Trimmed,
+		first: wp.First, last: wp.Last,
+	}}
+	if n := len(wp.Events); n > 0 {
+		cw.info.hasEv = true
+		cw.info.firstEv, cw.info.lastEv = wp.Events[0].Time(), wp.Events[n-1].Time()
+	}
+	cw.r0 = len(c.ranges)
+	c.ranges = append(c.ranges, wp.Ranges...)
+	cw.r1 = len(c.ranges)
+	cw.m0 = len(c.marks)
+	c.marks = append(c.marks, wp.Marks...)
+	cw.m1 = len(c.marks)
+	cw.v0 = len(c.viols)
+	for i := range wp.Violations {
+		v := &wp.Violations[i]
+		t := wp.Last
+		if v.Index >= 0 && v.Index < len(wp.Events) {
+			t = wp.Events[v.Index].Time()
+		}
+		c.viols = append(c.viols, violRef{time: t, kind: v.Kind, detail: v.Detail})
+	}
+	cw.v1 = len(c.viols)
+	c.warps = append(c.warps, cw)
+}
+
+func (c *ctaBuf) view(i int) warpView {
+	cw := &c.warps[i]
+	return warpView{info: cw.info, ranges: c.ranges[cw.r0:cw.r1], marks: c.marks[cw.m0:cw.m1], viols: c.viols[cw.v0:cw.v1]}
+}
+
+// flushCTA writes the buffered CTA: its SM track (the first time), CTA
+// track, counters and warps.
+func (w *Writer) flushCTA() error {
+	c := &w.cta
+	defer func() { c.n = 0 }()
+	if c.n == 0 {
+		return nil
+	}
+	// Sort each warp's ranges once here, so flows and the model agree on
+	// indices.
+	for i := range c.warps {
+		rs := c.ranges[c.warps[i].r0:c.warps[i].r1]
+		if !slices.IsSortedFunc(rs, cmpRangeStart) {
+			slices.SortStableFunc(rs, cmpRangeStart)
+		}
+	}
+	c.flowHead = c.flowHead[:0]
+	c.flows = c.flows[:0]
+	if w.opt.Flows {
+		for range c.ranges {
+			c.flowHead = append(c.flowHead, -1)
+		}
+		w.matchFlows()
+	}
+	first := &c.warps[0].info
+	for i := range c.warps {
+		if t := c.warps[i].info.first; !w.haveT0 || t < w.launchT0 {
+			w.launchT0, w.haveT0 = t, true
+		}
+	}
+	smID := trackUUID(kindSM, w.li, uint64(first.sm), 0)
+	if _, ok := w.smDone[first.sm]; !ok {
+		w.smDone[first.sm] = struct{}{}
+		w.sc = append(append(w.sc[:0], "SM "...), appendUint(nil, uint64(first.sm))...)
+		w.track(smID, w.launchID, int32(min(first.sm, math.MaxInt32)), true, true, false, w.sc, "")
+	}
+	ctaID := trackUUID(kindCTA, w.li, c.linear, 0)
+	w.sc = append(w.sc[:0], "CTA "...)
+	w.sc = appendCTA(w.sc, first.cta, w.lm.Grid)
+	w.track(ctaID, smID, int32(min(c.linear, math.MaxInt32)), true, true, false, w.sc,
+		fmt.Sprintf("CTA %d,%d,%d (linear %d) on SM %d: %d started warps", first.cta[0], first.cta[1], first.cta[2], c.linear, first.sm, c.n))
+	if w.opt.Counters {
+		w.ctaCounters(ctaID)
+	}
+	for i := range c.warps {
+		v := c.view(i)
+		var heads []int32
+		if w.opt.Flows {
+			heads = c.flowHead[c.warps[i].r0:c.warps[i].r1]
+		}
+		if err := w.writeWarp(ctaID, &v, heads); err != nil {
+			return err
+		}
+	}
+	return w.err
+}
+
+// appendCTA writes a CTA's coordinates: "7" for a 1-D grid, else "7,1,0".
+func appendCTA(b []byte, cta, grid [3]uint32) []byte {
+	if grid[1] <= 1 && grid[2] <= 1 && cta[1] == 0 && cta[2] == 0 {
+		return appendUint(b, uint64(cta[0]))
+	}
+	b = appendUint(b, uint64(cta[0]))
+	b = append(b, ',')
+	b = appendUint(b, uint64(cta[1]))
+	b = append(b, ',')
+	return appendUint(b, uint64(cta[2]))
+}
+
+// writeWarp writes one warp's tracks and events.
+func (w *Writer) writeWarp(ctaID uint64, v *warpView, flowHeads []int32) error {
+	in := &v.info
+	nl := w.bd.build(v, w.lm.Mode)
+	if err := w.bd.check(w.li, in.slot, nl); err != nil {
+		return err
+	}
+	w.stats.SkippedRanges += int64(w.bd.skipped)
+	w.stats.Warps++
+	warpID := trackUUID(kindWarp, w.li, in.slot, 0)
+	w.sc = append(w.sc[:0], "warp "...)
+	w.sc = appendUint(w.sc, uint64(in.warp))
+	if in.role != 0 {
+		w.sc = append(w.sc, " · "...)
+		w.sc = append(w.sc, w.lm.NameText(in.role)...)
+	}
+	if !in.finished {
+		w.sc = append(w.sc, " (not finished)"...)
+	}
+	if in.dropped > 0 {
+		w.sc = append(w.sc, " (dropped "...)
+		w.sc = appendUint(w.sc, in.dropped)
+		w.sc = append(w.sc, ')')
+	}
+	w.track(warpID, ctaID, int32(min(in.warp, math.MaxInt32)), true, true, false, w.sc, describeWarp(w.lm, in))
+	w.lane = w.lane[:0]
+	for l := range nl {
+		id := trackUUID(kindLane, w.li, in.slot, uint64(l)+1)
+		w.lane = append(w.lane, id)
+		w.sc = append(w.sc[:0], "async lane "...)
+		w.sc = appendUint(w.sc, uint64(l))
+		w.track(id, warpID, int32(l), true, false, false, w.sc, "")
+	}
+	for i := range w.bd.evs {
+		e := &w.bd.evs[i]
+		track := warpID
+		if e.lt > 0 {
+			track = w.lane[e.lt-1]
+		}
+		w.writeEvent(e, track, v, flowHeads)
+	}
+	return w.err
+}
+
+// writeEvent encodes one model event as a TracePacket.
+func (w *Writer) writeEvent(e *mev, track uint64, v *warpView, flowHeads []int32) {
+	in := &v.info
+	b := w.pk[:0]
+	if e.typ == typeSliceEnd {
+		b = w.packetHead(b, e.ts, false)
+		b = appendTrackEventEnd(b, track)
+		w.pk = b
+		w.emitPacket()
+		w.stats.Slices++
+		return
+	}
+	b = w.packetHead(b, e.ts, true)
+	var iid uint64
+	switch e.src {
+	case srcRange:
+		r := &v.ranges[e.idx]
+		iid = rangeIID(r.Name, r.Flags)
+		b = w.internIfNeeded(b, iid, func(s []byte) []byte { return appendRangeName(s, w.lm, r.Name, r.Flags) })
+	case srcMark:
+		iid = 1 + uint64(v.marks[e.idx].Name&0x1fff)
+		name := v.marks[e.idx].Name
+		b = w.internIfNeeded(b, iid, func(s []byte) []byte { return appendName(s, w.lm, name) })
+	case srcDrop:
+		iid = iidDrop
+		b = w.internIfNeeded(b, iid, func(s []byte) []byte { return append(s, "dropped events"...) })
+	case srcViol:
+		k := v.viols[e.idx].kind
+		iid = iidViolation + uint64(min(k, 31))
+		b = w.internIfNeeded(b, iid, func(s []byte) []byte { return append(append(s, "violation: "...), k.String()...) })
+	}
+	var at int
+	b, at = openLen(b, fPktTrackEvent)
+	b = appendVarintField(b, fTEType, uint64(e.typ))
+	b = appendVarintField(b, fTETrackUUID, track)
+	b = appendVarintField(b, fTENameIID, iid)
+	b = appendAnnotUint(b, daSM, uint64(in.sm))
+	b = appendAnnotUint(b, daCTA, in.ctaLinear)
+	b = appendAnnotUint(b, daWarp, uint64(in.warp))
+	switch e.src {
+	case srcRange:
+		r := &v.ranges[e.idx]
+		b = appendAnnotUint(b, daPayload, uint64(r.Payload))
+		b = appendAnnotUint(b, daStartCycles, r.StartCycles)
+		b = appendAnnotUint(b, daEndCycles, r.EndCycles)
+		if e.lt > 0 {
+			b = appendAnnotUint(b, daLane, uint64(e.lt-1))
+		}
+		if r.Flags != 0 {
+			b = appendAnnotString(b, daIncomplete, incompleteText(r.Flags))
+		}
+		if flowHeads != nil {
+			for f := flowHeads[e.idx]; f >= 0; f = w.cta.flows[f].next {
+				fr := &w.cta.flows[f]
+				if fr.term {
+					b = appendFixed64Field(b, fTETerminatingFlows, fr.id)
+				} else {
+					b = appendFixed64Field(b, fTEFlowIDs, fr.id)
+					w.stats.Flows++
+				}
+			}
+		}
+	case srcMark:
+		m := &v.marks[e.idx]
+		b = appendAnnotUint(b, daPayload, uint64(m.Payload))
+		b = appendAnnotUint(b, daCycles, m.Cycles)
+	case srcDrop:
+		b = appendAnnotUint(b, daDropped, in.dropped)
+		b = appendAnnotUint(b, daAttempted, in.count)
+		b = appendAnnotUint(b, daStored, uint64(in.stored))
+		b = appendAnnotString(b, daDetail, dropText(w.lm.Mode))
+	case srcViol:
+		b = appendAnnotString(b, daDetail, v.viols[e.idx].detail)
+	}
+	b = closeLen(b, at)
+	w.pk = b
+	w.emitPacket()
+	if e.typ == typeInstant {
+		w.stats.Instants++
+	}
+}
+
+func appendTrackEventEnd(b []byte, track uint64) []byte {
+	var at int
+	b, at = openLen(b, fPktTrackEvent)
+	b = appendVarintField(b, fTEType, typeSliceEnd)
+	b = appendVarintField(b, fTETrackUUID, track)
+	return closeLen(b, at)
+}
+
+func appendName(b []byte, lm *trace.LaunchMeta, id uint16) []byte {
+	if id == 0 {
+		return append(b, "(unnamed)"...)
+	}
+	return append(b, lm.NameText(id)...)
+}
+
+func appendRangeName(b []byte, lm *trace.LaunchMeta, id uint16, f trace.RangeFlags) []byte {
+	b = appendName(b, lm, id)
+	switch f & 3 {
+	case trace.RangeUnclosed:
+		b = append(b, " (unclosed)"...)
+	case trace.RangeTruncated:
+		b = append(b, " (truncated)"...)
+	case trace.RangeUnclosed | trace.RangeTruncated:
+		b = append(b, " (truncated, unclosed)"...)
+	}
+	return b
+}
+
+func incompleteText(f trace.RangeFlags) string {
+	switch f & 3 {
+	case trace.RangeUnclosed:
+		return "unclosed: the warp's record ended with the range open; the end shown is its last event"
+	case trace.RangeTruncated:
+		return "truncated: the begin was lost (wrapped buffer or trimmed window); the start shown is where the record starts"
+	}
+	return "truncated and unclosed: neither the begin nor the end was recorded"
+}
+
+func dropText(m trace.Mode) string {
+	if m == trace.ModeWrap {
+		return "wrap mode: the oldest events were overwritten; the slice spans the warp's start to its first kept event"
+	}
+	return "stop mode: the buffer filled; the slice spans the last kept event to the warp's end"
+}
+
+// delta is a +1/-1 step of a counter at a time.
+type delta struct {
+	t   int64
+	key uint32
+	d   int64
+}
+
+type keyCount struct {
+	key uint32
+	n   int64
+}
+
+func cmpDeltaTime(a, b delta) int {
+	if c := cmp.Compare(a.t, b.t); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.d, b.d) // ends before begins
+}
+
+func cmpDeltaKey(a, b delta) int {
+	if c := cmp.Compare(a.key, b.key); c != 0 {
+		return c
+	}
+	return cmpDeltaTime(a, b)
+}

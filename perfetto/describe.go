@@ -1,0 +1,110 @@
+package perfetto
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+// describeGPU returns the GPU track's name and description.
+func describeGPU(d *trace.Device) (string, string) {
+	if d == nil {
+		return "GPU", "device not recorded"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", d.Name)
+	if d.UUID != "" {
+		fmt.Fprintf(&b, "\nuuid %s", d.UUID)
+	}
+	if d.ComputeCap != "" {
+		fmt.Fprintf(&b, "\ncompute capability %s, %d SMs, max SM clock %d MHz", d.ComputeCap, d.SMs, d.MaxSMClockMHz)
+	}
+	if d.Driver != "" || d.CUDA != "" {
+		fmt.Fprintf(&b, "\ndriver %s, CUDA %s", d.Driver, d.CUDA)
+	}
+	for _, c := range []struct {
+		when string
+		c    *trace.Conditions
+	}{{"before", d.Before}, {"after", d.After}} {
+		if c.c == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s: SM %d MHz, memory %d MHz, %d °C, %.0f W", c.when, c.c.SMClockMHz, c.c.MemClockMHz, c.c.TemperatureC, c.c.PowerW)
+		if len(c.c.ThrottleReasons) > 0 {
+			fmt.Fprintf(&b, ", throttled: %s", strings.Join(c.c.ThrottleReasons, ", "))
+		}
+	}
+	return "GPU · " + d.Name, b.String()
+}
+
+// describeLaunch returns the launch track's description: configuration,
+// latency comparison and clock fits.
+func describeLaunch(l *trace.LaunchMeta, info *LaunchInfo) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "kernel %s", l.Kernel)
+	if l.Source != "" {
+		fmt.Fprintf(&b, " (%s)", l.Source)
+	}
+	fmt.Fprintf(&b, "\ngrid %s, block %s", dim3(l.Grid), dim3(l.Block))
+	if l.Cluster != [3]uint32{} {
+		fmt.Fprintf(&b, ", cluster %s", dim3(l.Cluster))
+	}
+	fmt.Fprintf(&b, ", %d B dynamic shared memory, %d warps per CTA, %d warp slots", l.SharedBytes, l.WarpsPerCTA, l.Warps)
+	fmt.Fprintf(&b, "\nbuffer: %d records per warp, %s mode", l.Capacity, l.Mode)
+	if lt := l.Latency; lt != nil {
+		fmt.Fprintf(&b, "\nlatency: uninstrumented median %.3f us (min %.3f), instrumented median %.3f us (min %.3f): ratio %.3f",
+			lt.Uninstrumented.MedianUS, lt.Uninstrumented.MinUS, lt.Instrumented.MedianUS, lt.Instrumented.MinUS, lt.Ratio)
+		s := lt.Settings
+		fmt.Fprintf(&b, "\ntiming: %d rounds of %d calls after %d warmup calls, L2 flushed %t, interleaved %t, boundary %s",
+			s.Rounds, s.CallsPerRound, s.Warmup, s.FlushL2, s.Interleaved, s.Boundary)
+	} else {
+		b.WriteString("\nlatency: not measured")
+	}
+	if n := len(info.Clocks); n > 0 {
+		mhz := make([]float64, 0, n)
+		var worst float64
+		fallback := 0
+		for _, f := range info.Clocks {
+			mhz = append(mhz, f.MHz)
+			worst = max(worst, f.ResidualMaxNs)
+			if f.Fallback != "" {
+				fallback++
+			}
+		}
+		slices.Sort(mhz)
+		fmt.Fprintf(&b, "\nclocks: %d SMs fitted, SM clock %.1f MHz median (%.1f-%.1f), worst anchor residual %.1f ns",
+			n, mhz[n/2], mhz[0], mhz[n-1], worst)
+		if fallback > 0 {
+			fmt.Fprintf(&b, ", %d SMs on a fallback slope", fallback)
+		}
+	}
+	if info.Window.Start != 0 {
+		fmt.Fprintf(&b, "\ncommon recorded window from %d ns (trimmed: %t)", info.Window.Start, info.Window.Applied)
+	}
+	for _, n := range info.Notes {
+		b.WriteString("\n")
+		b.WriteString(n)
+	}
+	return b.String()
+}
+
+func dim3(d [3]uint32) string { return fmt.Sprintf("(%d,%d,%d)", d[0], d[1], d[2]) }
+
+// describeWarp returns a warp track's description.
+func describeWarp(l *trace.LaunchMeta, in *warpInfo) string {
+	role := "none"
+	if in.role != 0 {
+		role = l.NameText(in.role)
+	}
+	s := fmt.Sprintf("slot %d: sm %d, cta %d,%d,%d, warp %d, role %s; %d events attempted, %d stored, %d dropped",
+		in.slot, in.sm, in.cta[0], in.cta[1], in.cta[2], in.warp, role, in.count, in.stored, in.dropped)
+	if in.trimmed > 0 {
+		s += fmt.Sprintf(", %d trimmed", in.trimmed)
+	}
+	if !in.finished {
+		s += "; did not finish (hung or faulted)"
+	}
+	return s
+}

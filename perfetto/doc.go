@@ -1,0 +1,23 @@
+// Package perfetto writes decoded iket launches as a Perfetto trace
+// (.pftrace, the protobuf trace format that ui.perfetto.dev opens) and as
+// Chrome trace-event JSON.
+//
+// The [Writer] streams: packets are encoded with protowire into a reused
+// buffer and written as they are produced, so memory stays bounded by one
+// CTA's warps whatever the number of events. Each launch gets its own packet
+// sequence (interning is per sequence) and a track tree
+//
+//	GPU > launch > SM > CTA > warp > async lanes
+//
+// with deterministic track uuids derived from (launch, sm, cta, warp, lane),
+// explicit numeric ordering and no sibling merging. Push/pop ranges are
+// nested slices on the warp track, start/end ranges slices on one child track
+// per lane, marks instants. Per-CTA counter tracks count the warps of each
+// role inside each range; launch summary tracks average them over time;
+// optional flows link a producer's range to the consumer range of the same
+// pipeline stage. docs/PERFETTO-EXPORT.md describes the layout and rules.
+//
+// [CheckValid] reads a written trace back and checks it against the import
+// rules of Perfetto's trace processor; the Writer checks the model of every
+// warp against the same rules before encoding it.
+package perfetto

@@ -1,0 +1,131 @@
+package perfetto
+
+import (
+	"fmt"
+	"slices"
+)
+
+// summary accumulates, per key, the integral over time of a counter (warps
+// inside a range, warps running) into a fixed number of time bins that
+// double in width as the launch's time span grows. Memory is bins x keys,
+// whatever the number of warps.
+type summary struct {
+	nb     int
+	origin int64
+	width  int64
+	have   bool
+	bins   map[uint32][]float64
+	tmp    []float64
+}
+
+func (s *summary) reset(nb int) {
+	s.nb = nb
+	s.have = false
+	s.bins = make(map[uint32][]float64)
+}
+
+// add adds value v over [t0, t1) to key.
+func (s *summary) add(key uint32, t0, t1 int64, v float64) {
+	if t1 <= t0 || v == 0 {
+		return
+	}
+	if !s.ensure(t0, t1) {
+		return
+	}
+	b := s.bins[key]
+	if b == nil {
+		b = make([]float64, s.nb)
+		s.bins[key] = b
+	}
+	for i := (t0 - s.origin) / s.width; i < int64(s.nb); i++ {
+		lo := s.origin + i*s.width
+		if lo >= t1 {
+			break
+		}
+		hi := lo + s.width
+		b[i] += v * float64(min(hi, t1)-max(lo, t0))
+	}
+}
+
+// ensure grows the bins until they cover [t0, t1); false when the span is
+// too large to represent.
+func (s *summary) ensure(t0, t1 int64) bool {
+	if !s.have {
+		s.origin = t0
+		s.width = max(1, (t1-t0+int64(s.nb)-1)/int64(s.nb))
+		s.have = true
+		return true
+	}
+	for t0 < s.origin || t1 > s.origin+int64(s.nb)*s.width {
+		if s.width > 1<<52 {
+			return false
+		}
+		left := t0 < s.origin
+		for _, b := range s.bins {
+			s.tmp = append(s.tmp[:0], b...)
+			clear(b)
+			for i, x := range s.tmp {
+				if left {
+					b[(s.nb+i)/2] += x
+				} else {
+					b[i/2] += x
+				}
+			}
+		}
+		if left {
+			s.origin -= int64(s.nb) * s.width
+		}
+		s.width *= 2
+	}
+	return true
+}
+
+// writeSummary writes the launch's summary tracks at the top of the launch:
+// for each key, the mean number of warps over each bin.
+func (w *Writer) writeSummary() {
+	s := &w.sum
+	if !s.have {
+		return
+	}
+	keys := make([]uint32, 0, len(s.bins))
+	for k := range s.bins {
+		keys = append(keys, k)
+	}
+	// "warps running" first, then by role and name.
+	slices.SortFunc(keys, func(a, b uint32) int {
+		if a == keyRunning || b == keyRunning {
+			if a == b {
+				return 0
+			}
+			if a == keyRunning {
+				return -1
+			}
+			return 1
+		}
+		return int(int64(a) - int64(b))
+	})
+	desc := fmt.Sprintf("mean over bins of %d ns across the launch", s.width)
+	for i, k := range keys {
+		b := s.bins[k]
+		lo, hi := -1, -1
+		for j, x := range b {
+			if x != 0 {
+				if lo < 0 {
+					lo = j
+				}
+				hi = j
+			}
+		}
+		if lo < 0 {
+			continue
+		}
+		id := trackUUID(kindSummary, w.li, uint64(k), 0)
+		w.sc = append(w.sc[:0], "avg "...)
+		w.sc = appendKeyName(w.sc, w.lm, k)
+		w.track(id, w.launchID, int32(-1_000_000+i), true, false, true, w.sc, desc)
+		for j := lo; j <= hi; j++ {
+			w.doubleCounter(id, s.origin+int64(j)*s.width, b[j]/float64(s.width))
+		}
+		w.doubleCounter(id, s.origin+int64(hi+1)*s.width, 0)
+	}
+}

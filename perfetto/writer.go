@@ -1,0 +1,484 @@
+package perfetto
+
+import (
+	"bytes"
+	"compress/zlib"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+// Options select what the [Writer] emits.
+type Options struct {
+	// Compress wraps packets in compressed_packets (zlib-framed deflate), in
+	// chunks of about 1 MiB: files shrink several times; the viewer inflates
+	// them on load.
+	Compress bool
+	// Flows draws arrows from a producer warp's range to the consumer range
+	// of the same pipeline stage in the same CTA (docs/PERFETTO-EXPORT.md
+	// gives the matching rule).
+	Flows bool
+	// Counters adds per-CTA counter tracks (warps of each role inside each
+	// range, dropped events) and the launch summary tracks.
+	Counters bool
+	// SummaryBins is the number of time bins of each launch summary track
+	// (0 means 256). Memory per summary track is 8 bytes per bin.
+	SummaryBins int
+}
+
+// LaunchInfo is what the writer shows about a launch beyond its metadata.
+type LaunchInfo struct {
+	// Clocks are the launch's per-SM clock fits, summarised in the launch
+	// track's description.
+	Clocks []trace.ClockFit
+	// Window is the launch's common recorded window (wrap mode).
+	Window trace.Window
+	// Notes are extra lines for the launch track's description.
+	Notes []string
+}
+
+// Stats counts what a [Writer] wrote.
+type Stats struct {
+	Launches      int
+	Warps         int   // warps with a track (started warps)
+	Tracks        int   // track descriptors
+	Slices        int64 // slice begin/end pairs
+	Instants      int64
+	CounterEvents int64
+	Flows         int64
+	// SkippedRanges counts ranges left out: nesting deeper than 512 or more
+	// than 256 concurrent async ranges in one warp.
+	SkippedRanges int64
+	Bytes         int64 // bytes written to the output
+}
+
+// ErrClosed is returned by a [Writer] used after [Writer.Close].
+var ErrClosed = errors.New("perfetto writer closed")
+
+// ErrOrder is matched (errors.Is) by the errors of calls made out of order:
+// a warp outside a launch, warps out of slot order, a launch index reused.
+var ErrOrder = errors.New("perfetto writer call out of order")
+
+// Writer streams a Perfetto trace. Call [Writer.BeginLaunch], then
+// [Writer.AddWarp] for the launch's warps in slot order, then
+// [Writer.EndLaunch]; repeat per launch; then [Writer.Close]. It buffers one
+// CTA's warps (to compute its counters and flows) and about 1 MiB of output.
+// A Writer is not safe for concurrent use. After an error every call returns
+// that error.
+type Writer struct {
+	out io.Writer
+	opt Options
+	err error
+
+	buf   []byte // framed packets waiting to be written
+	chunk []byte // framed packets waiting to be compressed (Compress)
+	zbuf  bytes.Buffer
+	zw    *zlib.Writer
+	pk    []byte // scratch packet body
+	te    []byte // scratch track event
+	sc    []byte // scratch strings
+
+	tracks   map[uint64]struct{}
+	launches map[int]struct{}
+	stats    Stats
+	closed   bool
+	nextFlow uint64
+
+	// current launch
+	in       bool
+	li       int
+	lm       *trace.LaunchMeta
+	seq      uint32
+	first    bool // next packet is the first of the sequence
+	interned []uint64
+	launchID uint64
+	gpuID    uint64
+	haveSlot bool
+	lastSlot uint64
+	smDone   map[uint32]struct{}
+	launchT0 int64 // earliest time seen in the launch
+	haveT0   bool
+	problems []string
+
+	cta  ctaBuf
+	bd   builder
+	sum  summary
+	lane []uint64 // lane track uuids of the current warp
+}
+
+// NewWriter returns a Writer that writes to w.
+func NewWriter(w io.Writer, opt Options) *Writer {
+	if opt.SummaryBins <= 0 {
+		opt.SummaryBins = 256
+	}
+	return &Writer{
+		out: w, opt: opt,
+		tracks:   make(map[uint64]struct{}),
+		launches: make(map[int]struct{}),
+		nextFlow: 1,
+	}
+}
+
+// Stats returns what the writer wrote so far.
+func (w *Writer) Stats() Stats { return w.stats }
+
+func (w *Writer) fail(err error) error {
+	if w.err == nil {
+		w.err = err
+	}
+	return err
+}
+
+// Event name iids (per launch sequence). Range and mark name id n with
+// incompleteness flags f (trace.RangeUnclosed|RangeTruncated) interns as
+// 1 + f*8192 + n; the writer's own names follow.
+const (
+	iidVariants  = 8192
+	iidDrop      = 1 + 4*iidVariants
+	iidViolation = iidDrop + 16 // + ViolationKind
+	iidProblem   = iidViolation + 32
+	iidLimit     = iidProblem + 1
+)
+
+func rangeIID(name uint16, f trace.RangeFlags) uint64 {
+	return 1 + uint64(f&3)*iidVariants + uint64(name&0x1fff)
+}
+
+// Debug annotation name iids, interned in the first packet of a sequence.
+const (
+	daSM = iota + 1
+	daCTA
+	daWarp
+	daPayload
+	daStartCycles
+	daEndCycles
+	daCycles
+	daIncomplete
+	daDropped
+	daAttempted
+	daStored
+	daDetail
+	daLane
+	daSlot
+	daCount
+)
+
+var annotNames = [...]string{"", "sm", "cta", "warp", "payload", "start_cycles", "end_cycles",
+	"cycles", "incomplete", "dropped", "attempted", "stored", "detail", "lane", "slot", "count"}
+
+// BeginLaunch starts launch launchIndex of meta, described by l (usually
+// &meta.Launches[launchIndex]). It writes the GPU track (once per device),
+// the launch track and the sequence's first packet.
+func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchMeta, info LaunchInfo) error {
+	if err := w.ready(); err != nil {
+		return err
+	}
+	if w.in {
+		return fmt.Errorf("begin launch %d: launch %d not ended: %w", launchIndex, w.li, ErrOrder)
+	}
+	if l == nil {
+		return fmt.Errorf("begin launch %d: no launch metadata", launchIndex)
+	}
+	if _, dup := w.launches[launchIndex]; dup || launchIndex < 0 || launchIndex >= 1<<31-1 {
+		return fmt.Errorf("begin launch %d: index already written or out of range: %w", launchIndex, ErrOrder)
+	}
+	w.launches[launchIndex] = struct{}{}
+	w.in, w.li, w.lm = true, launchIndex, l
+	w.seq = uint32(launchIndex) + 1
+	w.first = true
+	if need := (iidLimit + 63) / 64; len(w.interned) < need {
+		w.interned = make([]uint64, need)
+	}
+	clear(w.interned)
+	w.haveSlot, w.haveT0 = false, false
+	w.smDone = make(map[uint32]struct{})
+	w.problems = w.problems[:0]
+	w.cta.reset()
+	w.sum.reset(w.opt.SummaryBins)
+	w.stats.Launches++
+
+	// First packet: clears incremental state and interns the debug
+	// annotation names.
+	w.pk = w.pk[:0]
+	w.pk = appendVarintField(w.pk, fPktSequenceID, uint64(w.seq))
+	w.pk = appendVarintField(w.pk, fPktSequenceFlags, seqIncrementalClear|seqNeedsIncremental)
+	w.pk = appendVarintField(w.pk, fPktFirstOnSequence, 1)
+	var at int
+	w.pk, at = openLen(w.pk, fPktInternedData)
+	for i := 1; i < len(annotNames); i++ {
+		w.pk = appendIntern(w.pk, fIDDebugAnnotNames, uint64(i), annotNames[i])
+	}
+	w.pk = closeLen(w.pk, at)
+	w.first = false
+	w.emitPacket()
+
+	var dev *trace.Device
+	if meta != nil {
+		dev = meta.Device
+	}
+	w.gpuID = trackUUID(kindGPU, 0, gpuKey(dev), 0)
+	if _, ok := w.tracks[w.gpuID]; !ok {
+		name, desc := describeGPU(dev)
+		w.track(w.gpuID, 0, 0, false, true, false, []byte(name), desc)
+	}
+	w.launchID = trackUUID(kindLaunch, launchIndex, 0, 0)
+	w.track(w.launchID, w.gpuID, int32(launchIndex), true, true, false,
+		[]byte(fmt.Sprintf("launch %d · %s", launchIndex, l.Kernel)), describeLaunch(l, &info))
+	return w.err
+}
+
+func gpuKey(d *trace.Device) uint64 {
+	if d == nil {
+		return 0
+	}
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(d.UUID); i++ {
+		h = (h ^ uint64(d.UUID[i])) * 1099511628211
+	}
+	return h
+}
+
+func (w *Writer) ready() error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// AddWarp adds a decoded warp of the current launch. Warps must come in slot
+// order (a CTA's warps are consecutive slots). wp is copied: the caller may
+// reuse it at once. Warps that never started get no track.
+func (w *Writer) AddWarp(wp *trace.Warp) error {
+	if err := w.ready(); err != nil {
+		return err
+	}
+	if !w.in {
+		return fmt.Errorf("add warp %d: no launch begun: %w", wp.Slot, ErrOrder)
+	}
+	if w.haveSlot && wp.Slot <= w.lastSlot {
+		return fmt.Errorf("add warp %d of launch %d: after warp %d; warps must come in slot order: %w", wp.Slot, w.li, w.lastSlot, ErrOrder)
+	}
+	w.haveSlot, w.lastSlot = true, wp.Slot
+	if !wp.Started {
+		return nil
+	}
+	if w.cta.n > 0 && wp.CTALinear != w.cta.linear {
+		if err := w.flushCTA(); err != nil {
+			return w.fail(err)
+		}
+	}
+	w.cta.add(wp)
+	return nil
+}
+
+// AddProblem records a problem of the current launch (such as a corrupt warp
+// slot); the problems appear as instants on the launch track.
+func (w *Writer) AddProblem(msg string) {
+	if len(w.problems) < 100 {
+		w.problems = append(w.problems, msg)
+	}
+}
+
+// EndLaunch writes the launch's last CTA, its problems and summary tracks.
+func (w *Writer) EndLaunch() error {
+	if err := w.ready(); err != nil {
+		return err
+	}
+	if !w.in {
+		return fmt.Errorf("end launch: no launch begun: %w", ErrOrder)
+	}
+	if w.cta.n > 0 {
+		if err := w.flushCTA(); err != nil {
+			return w.fail(err)
+		}
+	}
+	if len(w.problems) > 0 {
+		t := w.launchT0
+		for _, p := range w.problems {
+			w.pk = w.pk[:0]
+			w.pk = w.packetHead(w.pk, t, true)
+			w.pk = w.internIfNeeded(w.pk, iidProblem, func(b []byte) []byte { return append(b, "problem"...) })
+			var at int
+			w.pk, at = openLen(w.pk, fPktTrackEvent)
+			w.pk = appendVarintField(w.pk, fTEType, typeInstant)
+			w.pk = appendVarintField(w.pk, fTETrackUUID, w.launchID)
+			w.pk = appendVarintField(w.pk, fTENameIID, iidProblem)
+			w.pk = appendAnnotString(w.pk, daDetail, p)
+			w.pk = closeLen(w.pk, at)
+			w.emitPacket()
+			w.stats.Instants++
+		}
+	}
+	if w.opt.Counters {
+		w.writeSummary()
+	}
+	w.in = false
+	w.flushOut(true)
+	return w.err
+}
+
+// Close ends an open launch, writes what is buffered and returns the first
+// error. It does not close the underlying writer.
+func (w *Writer) Close() error {
+	if w.closed {
+		return w.err
+	}
+	if w.err == nil && w.in {
+		w.EndLaunch()
+	}
+	if w.err == nil {
+		w.flushChunk()
+		w.flushOut(true)
+	}
+	w.closed = true
+	return w.err
+}
+
+// appendIntern appends one interned entry (EventName or DebugAnnotationName).
+func appendIntern(b []byte, field protowire.Number, iid uint64, name string) []byte {
+	b = protowire.AppendTag(b, field, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(1+protowire.SizeVarint(iid)+1+protowire.SizeVarint(uint64(len(name)))+len(name)))
+	b = appendVarintField(b, fInternIID, iid)
+	return appendStringField(b, fInternName, name)
+}
+
+// packetHead appends a packet's timestamp, sequence id and, when it uses
+// interned names, the NEEDS_INCREMENTAL_STATE flag.
+func (w *Writer) packetHead(b []byte, ts int64, interned bool) []byte {
+	b = appendVarintField(b, fPktTimestamp, uint64(ts))
+	b = appendVarintField(b, fPktSequenceID, uint64(w.seq))
+	if interned {
+		b = appendVarintField(b, fPktSequenceFlags, seqNeedsIncremental)
+	}
+	return b
+}
+
+// internIfNeeded appends interned_data defining event name iid when the
+// sequence has not defined it yet; name appends the name's text.
+func (w *Writer) internIfNeeded(b []byte, iid uint64, name func([]byte) []byte) []byte {
+	word, bit := iid/64, uint64(1)<<(iid%64)
+	if w.interned[word]&bit != 0 {
+		return b
+	}
+	w.interned[word] |= bit
+	w.sc = name(w.sc[:0])
+	var at, at2 int
+	b, at = openLen(b, fPktInternedData)
+	b, at2 = openLen(b, fIDEventNames)
+	b = appendVarintField(b, fInternIID, iid)
+	b = protowire.AppendTag(b, fInternName, protowire.BytesType)
+	b = protowire.AppendBytes(b, w.sc)
+	b = closeLen(b, at2)
+	return closeLen(b, at)
+}
+
+// track writes a track descriptor packet and records its uuid.
+func (w *Writer) track(uuid, parent uint64, rank int32, hasRank, explicit, counter bool, name []byte, desc string) {
+	if w.err != nil {
+		return
+	}
+	if _, dup := w.tracks[uuid]; dup {
+		w.fail(fmt.Errorf("write track %q: uuid %#x already used (hash collision)", name, uuid))
+		return
+	}
+	if parent != 0 {
+		if _, ok := w.tracks[parent]; !ok {
+			w.fail(fmt.Errorf("write track %q: parent %#x not written", name, parent))
+			return
+		}
+	}
+	w.tracks[uuid] = struct{}{}
+	w.stats.Tracks++
+	w.pk = w.pk[:0]
+	w.pk = appendVarintField(w.pk, fPktSequenceID, uint64(w.seq))
+	var at int
+	w.pk, at = openLen(w.pk, fPktTrackDescriptor)
+	w.pk = appendVarintField(w.pk, fTDUUID, uuid)
+	w.pk = protowire.AppendTag(w.pk, fTDName, protowire.BytesType)
+	w.pk = protowire.AppendBytes(w.pk, name)
+	if parent != 0 {
+		w.pk = appendVarintField(w.pk, fTDParentUUID, parent)
+	}
+	if counter {
+		w.pk = appendBytesField(w.pk, fTDCounter, []byte{fCDUnit << 3, unitCount})
+	}
+	if explicit {
+		w.pk = appendVarintField(w.pk, fTDChildOrdering, orderingExplicit)
+	}
+	if hasRank {
+		w.pk = appendVarintField(w.pk, fTDSiblingOrderRank, uint64(int64(rank)))
+	}
+	if desc != "" {
+		w.pk = appendStringField(w.pk, fTDDescription, desc)
+	}
+	w.pk = appendVarintField(w.pk, fTDSiblingMerge, mergeNone)
+	w.pk = closeLen(w.pk, at)
+	w.emitPacket()
+}
+
+// emitPacket frames w.pk as one Trace.packet.
+func (w *Writer) emitPacket() {
+	if w.opt.Compress {
+		w.chunk = appendBytesField(w.chunk, fTracePacket, w.pk)
+		if len(w.chunk) >= defaultCompressChunk {
+			w.flushChunk()
+		}
+		return
+	}
+	w.buf = appendBytesField(w.buf, fTracePacket, w.pk)
+	if len(w.buf) >= defaultFlushBytes {
+		w.flushOut(false)
+	}
+}
+
+// flushChunk compresses the pending packets into one compressed_packets
+// packet.
+func (w *Writer) flushChunk() {
+	if len(w.chunk) == 0 || w.err != nil {
+		return
+	}
+	w.zbuf.Reset()
+	if w.zw == nil {
+		w.zw = zlib.NewWriter(&w.zbuf)
+	} else {
+		w.zw.Reset(&w.zbuf)
+	}
+	if _, err := w.zw.Write(w.chunk); err != nil {
+		w.fail(fmt.Errorf("compress packets: %w", err))
+		return
+	}
+	if err := w.zw.Close(); err != nil {
+		w.fail(fmt.Errorf("compress packets: %w", err))
+		return
+	}
+	w.chunk = w.chunk[:0]
+	w.pk = w.pk[:0]
+	w.pk = appendBytesField(w.pk, fPktCompressed, w.zbuf.Bytes())
+	w.buf = appendBytesField(w.buf, fTracePacket, w.pk)
+	if len(w.buf) >= defaultFlushBytes {
+		w.flushOut(false)
+	}
+}
+
+func (w *Writer) flushOut(force bool) {
+	if w.err != nil || len(w.buf) == 0 || (!force && len(w.buf) < defaultFlushBytes) {
+		return
+	}
+	n, err := w.out.Write(w.buf)
+	w.stats.Bytes += int64(n)
+	if err != nil {
+		w.fail(fmt.Errorf("write pftrace: %w", err))
+	}
+	w.buf = w.buf[:0]
+}
+
+// appendUint is strconv.AppendUint in base 10.
+func appendUint(b []byte, v uint64) []byte { return strconv.AppendUint(b, v, 10) }
