@@ -1,0 +1,264 @@
+package report
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+var (
+	//go:embed assets/report.html.tmpl
+	pageTemplate string
+	//go:embed assets/report.css
+	pageCSS string
+	//go:embed assets/report.js
+	pageJS string
+
+	page = template.Must(template.New("report").Funcs(template.FuncMap{
+		"ns": fmtNs, "us": fmtUS, "pct": fmtPct, "heat": heat, "dims": dims,
+	}).Parse(pageTemplate))
+)
+
+// ErrInput is wrapped by every error Write returns for an inconsistent
+// [Input] (as opposed to a failing writer).
+var ErrInput = errors.New("invalid report input")
+
+// Write writes in as one self-contained HTML page to w. The page makes no
+// network requests. See [Input] for how the warps are bounded. It returns an
+// error wrapping [ErrInput] when in is inconsistent (a launch index out of
+// range, a ragged overlap matrix) and the writer's error when writing fails.
+func Write(w io.Writer, in *Input) error {
+	if in == nil {
+		return fmt.Errorf("write report: %w: nil input", ErrInput)
+	}
+	lm, err := launchMeta(in)
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := checkOverlap(in.Overlap); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	eff := *in
+	if eff.Activity == nil {
+		c := NewCollector(lm, in.Limits)
+		for i := range in.Warps {
+			c.AddView(&in.Warps[i])
+		}
+		c.Fill(&eff)
+		if len(in.Warps) == 0 {
+			eff.Drops = in.Drops // nothing counted: keep the caller's, or none
+		}
+	}
+	p := buildPayload(in, lm, eff.Warps, eff.Activity, eff.Omitted, in.Limits)
+	var data bytes.Buffer
+	enc := json.NewEncoder(&data) // escapes <, > and & so "</script" cannot occur
+	if err := enc.Encode(p); err != nil {
+		return fmt.Errorf("write report: encode data: %w", err)
+	}
+	v := newView(&eff, lm, p)
+	v.Data = template.JS(bytes.TrimSpace(data.Bytes()))
+	if err := page.Execute(w, v); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+func launchMeta(in *Input) (*trace.LaunchMeta, error) {
+	if in.Meta == nil {
+		if in.Launch != 0 {
+			return nil, fmt.Errorf("%w: launch %d without metadata", ErrInput, in.Launch)
+		}
+		return nil, nil
+	}
+	if n := len(in.Meta.Launches); in.Launch < 0 || in.Launch >= n {
+		return nil, fmt.Errorf("%w: launch %d: the capture has %d launches", ErrInput, in.Launch, n)
+	}
+	return &in.Meta.Launches[in.Launch], nil
+}
+
+func checkOverlap(m *OverlapMatrix) error {
+	if m == nil {
+		return nil
+	}
+	if len(m.Share) != len(m.Names) {
+		return fmt.Errorf("%w: overlap matrix has %d rows for %d names", ErrInput, len(m.Share), len(m.Names))
+	}
+	for i, row := range m.Share {
+		if len(row) != len(m.Names) {
+			return fmt.Errorf("%w: overlap matrix row %d (%q) has %d columns, want %d",
+				ErrInput, i, m.Names[i], len(row), len(m.Names))
+		}
+	}
+	return nil
+}
+
+// view is what the template renders; the timeline itself is drawn by the
+// script from the JSON data.
+type view struct {
+	Title      string
+	Facts      []fact
+	Notice     string
+	Data       template.JS
+	CSS        template.CSS
+	JS         template.JS
+	Stats      []StatRow
+	Overlap    *OverlapMatrix
+	Drops      *Drops
+	Violations []ViolationRow
+	Problems   []string
+	Latency    *latencyView
+	Device     *trace.Device
+	Conditions []condRow
+	Clocks     []ClockRow
+}
+
+type fact struct{ Label, Value string }
+
+type latencyView struct {
+	*trace.Latency
+	Rounds   []roundRow
+	Settings []fact
+}
+
+type roundRow struct {
+	N                          int
+	Uninstrumented, Instrument string
+}
+
+type condRow struct{ Label, Before, After string }
+
+func newView(in *Input, lm *trace.LaunchMeta, p *payload) *view {
+	v := &view{
+		Title: p.Title, CSS: template.CSS(pageCSS), JS: template.JS(pageJS),
+		Stats: in.Stats, Overlap: in.Overlap, Drops: in.Drops, Clocks: in.Clocks,
+		Violations: in.Violations, Problems: in.Problems,
+	}
+	if lm != nil {
+		v.Facts = append(v.Facts,
+			fact{"kernel", lm.Kernel},
+			fact{"launch", fmt.Sprint(in.Launch)},
+			fact{"grid", dims(lm.Grid)},
+			fact{"block", dims(lm.Block)})
+		if lm.Cluster != [3]uint32{} {
+			v.Facts = append(v.Facts, fact{"cluster", dims(lm.Cluster)})
+		}
+		v.Facts = append(v.Facts,
+			fact{"warps", fmt.Sprintf("%d (%d per CTA)", lm.Warps, lm.WarpsPerCTA)},
+			fact{"buffer", fmt.Sprintf("%d records per warp, %s mode", lm.Capacity, lm.Mode)})
+		if lm.Source != "" {
+			v.Facts = append(v.Facts, fact{"source", lm.Source})
+		}
+		if lm.Latency != nil {
+			v.Latency = newLatencyView(lm.Latency)
+		}
+	}
+	if m := in.Meta; m != nil {
+		if m.Device != nil {
+			v.Device = m.Device
+			v.Facts = append(v.Facts, fact{"device", m.Device.Name})
+			v.Conditions = conditions(m.Device)
+		}
+		if m.Tool != "" {
+			v.Facts = append(v.Facts, fact{"tool", m.Tool})
+		}
+		if !m.Created.IsZero() {
+			v.Facts = append(v.Facts, fact{"captured", m.Created.UTC().Format("2006-01-02 15:04:05 UTC")})
+		}
+	}
+	v.Facts = append(v.Facts, fact{"time 0", p.T0 + " ns (globaltimer)"})
+	c := p.Capped
+	if c.OmittedWarps > 0 || c.Clipped {
+		var b strings.Builder
+		fmt.Fprintf(&b, "The timeline embeds %d of %d warps (%d events", c.EmbeddedWarps,
+			uint64(c.EmbeddedWarps)+c.OmittedWarps, c.EmbeddedEvents)
+		if c.Filtered > 0 {
+			fmt.Fprintf(&b, "; %d warps are outside the selected CTAs/SMs", c.Filtered)
+		}
+		fmt.Fprintf(&b, "; the bound is %d events and %d warps). %d events of the warps left out",
+			c.MaxEvents, c.MaxWarps, c.OmittedEvents)
+		if c.Clipped {
+			b.WriteString(" (including the end of a clipped warp)")
+		}
+		b.WriteString(" appear only in the activity strip, which covers the whole launch.")
+		v.Notice = b.String()
+	}
+	return v
+}
+
+func newLatencyView(l *trace.Latency) *latencyView {
+	lv := &latencyView{Latency: l}
+	n := max(len(l.Uninstrumented.RoundsUS), len(l.Instrumented.RoundsUS))
+	at := func(s []float64, i int) string {
+		if i < len(s) {
+			return fmtUS(s[i])
+		}
+		return "—"
+	}
+	for i := range n {
+		lv.Rounds = append(lv.Rounds, roundRow{N: i + 1,
+			Uninstrumented: at(l.Uninstrumented.RoundsUS, i), Instrument: at(l.Instrumented.RoundsUS, i)})
+	}
+	s := l.Settings
+	lv.Settings = []fact{
+		{"warm-up calls", fmt.Sprint(s.Warmup)},
+		{"rounds", fmt.Sprint(s.Rounds)},
+		{"calls per round", fmt.Sprint(s.CallsPerRound)},
+		{"L2 flush", flush(s)},
+		{"interleaved builds", fmt.Sprint(s.Interleaved)},
+		{"timing boundary", s.Boundary},
+	}
+	if s.WarmupStableAt > 0 {
+		lv.Settings = append(lv.Settings, fact{"warm-up stable after", fmt.Sprint(s.WarmupStableAt)})
+	}
+	return lv
+}
+
+func flush(s trace.TimingSettings) string {
+	if !s.FlushL2 {
+		return "no"
+	}
+	if s.FlushBytes > 0 {
+		return fmt.Sprintf("yes (%d MiB)", s.FlushBytes>>20)
+	}
+	return "yes"
+}
+
+func conditions(d *trace.Device) []condRow {
+	get := func(c *trace.Conditions, f func(*trace.Conditions) string) string {
+		if c == nil {
+			return "—"
+		}
+		return f(c)
+	}
+	row := func(label string, f func(*trace.Conditions) string) condRow {
+		return condRow{label, get(d.Before, f), get(d.After, f)}
+	}
+	if d.Before == nil && d.After == nil {
+		return nil
+	}
+	return []condRow{
+		row("SM clock", func(c *trace.Conditions) string { return fmt.Sprintf("%d MHz", c.SMClockMHz) }),
+		row("memory clock", func(c *trace.Conditions) string { return fmt.Sprintf("%d MHz", c.MemClockMHz) }),
+		row("temperature", func(c *trace.Conditions) string { return fmt.Sprintf("%d °C", c.TemperatureC) }),
+		row("power", func(c *trace.Conditions) string { return fmt.Sprintf("%.1f W", c.PowerW) }),
+		row("power limit", func(c *trace.Conditions) string {
+			if c.PowerLimitW == 0 {
+				return "—"
+			}
+			return fmt.Sprintf("%.0f W", c.PowerLimitW)
+		}),
+		row("throttle reasons", func(c *trace.Conditions) string {
+			if len(c.ThrottleReasons) == 0 {
+				return "none"
+			}
+			return strings.Join(c.ThrottleReasons, ", ")
+		}),
+	}
+}
