@@ -22,12 +22,12 @@ type Activity struct {
 	based bool
 	// first and last are the earliest and latest times added (ns).
 	first, last int64
-	width int64 // ns per bin, 0 until the first interval
-	lo    int64 // start of bin 0 relative to base, a multiple of width
-	names []string
-	index map[string]int
-	bins  [][]float64 // by name index, ActivityBins each
-	alive []float64
+	width       int64 // ns per bin, 0 until the first interval
+	lo          int64 // start of bin 0 relative to base, a multiple of width
+	names       []string
+	index       map[string]int
+	bins        [][]float64 // by name index, ActivityBins each
+	alive       []float64
 }
 
 // AddRange adds the interval [start, end) (ns) of a range called name.
