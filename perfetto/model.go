@@ -137,7 +137,7 @@ func (b *builder) build(v *warpView, mode trace.Mode) int {
 		b.begin(r.Start, r.End, int(r.Depth), srcRange, int32(i))
 	}
 	if b.hasGap && mode != trace.ModeWrap {
-		instantsBefore(b.gapStart)
+		instantsBefore(b.gapStart + 1) // instants at the last event precede the gap
 		b.begin(b.gapStart, b.gapEnd, 0, srcDrop, 0)
 	}
 	for ; ii < len(b.inst); ii++ {

@@ -224,7 +224,7 @@ func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchM
 	w.gpuID = trackUUID(kindGPU, 0, gpuKey(dev), 0)
 	if _, ok := w.tracks[w.gpuID]; !ok {
 		name, desc := describeGPU(dev)
-		w.track(w.gpuID, 0, 0, false, true, false, []byte(name), desc)
+		w.track(w.gpuID, 0, 0, true, true, false, []byte(name), desc)
 	}
 	w.launchID = trackUUID(kindLaunch, launchIndex, 0, 0)
 	w.track(w.launchID, w.gpuID, int32(launchIndex), true, true, false,

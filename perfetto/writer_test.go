@@ -1,0 +1,411 @@
+package perfetto
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/iket-trace/iket/perfetto/internal/pb"
+	"github.com/iket-trace/iket/trace"
+)
+
+func TestTrackTree(t *testing.T) {
+	m := resolve(t, readPackets(t, writeLaunch(t, Options{Counters: true}, testMeta(), testWarps())))
+	tests := []struct {
+		path []string
+		want []string
+	}{
+		{nil, []string{"GPU · Test GPU"}},
+		{[]string{"GPU · Test GPU"}, []string{"launch 0 · warp_roles"}},
+		{[]string{"GPU · Test GPU", "launch 0 · warp_roles"}, []string{
+			"avg warps running", "avg producer in producer_load", "avg producer in wait_for_data",
+			"avg consumer in wait_for_data", "avg consumer in consumer_compute", "avg consumer in tma", "avg consumer in inner",
+			"SM 0", "SM 1"}},
+		{[]string{"GPU · Test GPU", "launch 0 · warp_roles", "SM 1"}, []string{"CTA 1"}},
+		{[]string{"GPU · Test GPU", "launch 0 · warp_roles", "SM 1", "CTA 1"}, []string{
+			"producer in producer_load", "producer in wait_for_data", "consumer in wait_for_data",
+			"consumer in consumer_compute", "consumer in tma", "consumer in inner",
+			"warp 0 · producer", "warp 1 · consumer"}},
+		{[]string{"GPU · Test GPU", "launch 0 · warp_roles", "SM 1", "CTA 1", "warp 1 · consumer"}, []string{"async lane 0", "async lane 1"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.path, "/"), func(t *testing.T) {
+			id := m.path(t, tt.path...)
+			if diff := cmp.Diff(tt.want, m.childNames(id)); diff != "" {
+				t.Errorf("children (-want +got):\n%s", diff)
+			}
+			for _, c := range m.children[id] {
+				td := m.tracks[c]
+				if td.GetSiblingMergeBehavior() != pb.TrackDescriptor_SIBLING_MERGE_BEHAVIOR_NONE {
+					t.Errorf("track %q merges with siblings", td.GetName())
+				}
+				if td.SiblingOrderRank == nil {
+					t.Errorf("track %q has no sibling rank", td.GetName())
+				}
+			}
+			if id != 0 && m.tracks[id].GetChildOrdering() != pb.TrackDescriptor_EXPLICIT && len(m.children[id]) > 1 {
+				t.Errorf("track %q orders children %v, want EXPLICIT", m.tracks[id].GetName(), m.tracks[id].GetChildOrdering())
+			}
+		})
+	}
+}
+
+// sliceEvent is a compact form of a warp track event for comparisons.
+type sliceEvent struct {
+	Ts   int64 // relative to t0
+	Type string
+	Name string
+}
+
+func compact(evs []resolved) []sliceEvent {
+	var out []sliceEvent
+	for _, e := range evs {
+		out = append(out, sliceEvent{Ts: int64(e.ts) - t0, Type: strings.TrimPrefix(e.typ.String(), "TYPE_"), Name: e.name})
+	}
+	return out
+}
+
+func TestWarpEvents(t *testing.T) {
+	m := resolve(t, readPackets(t, writeLaunch(t, Options{}, testMeta(), testWarps())))
+	base := []string{"GPU · Test GPU", "launch 0 · warp_roles", "SM 1", "CTA 1", "warp 1 · consumer"}
+	tests := []struct {
+		name string
+		path []string
+		want []sliceEvent
+	}{
+		{"warp track", base, []sliceEvent{
+			{Ts: 1010, Type: "INSTANT", Name: "kernel_start"},
+			{Ts: 1015, Type: "SLICE_BEGIN", Name: "wait_for_data"},
+			{Ts: 1300, Type: "SLICE_END"},
+			{Ts: 1300, Type: "SLICE_BEGIN", Name: "consumer_compute"},
+			{Ts: 1300, Type: "SLICE_BEGIN", Name: "inner"},
+			{Ts: 1400, Type: "SLICE_END"},
+			{Ts: 1500, Type: "SLICE_END"},
+		}},
+		{"lane 0", append(base, "async lane 0"), []sliceEvent{
+			{Ts: 1310, Type: "SLICE_BEGIN", Name: "tma"}, {Ts: 1450, Type: "SLICE_END"},
+		}},
+		{"lane 1", append(base, "async lane 1"), []sliceEvent{
+			{Ts: 1320, Type: "SLICE_BEGIN", Name: "tma"}, {Ts: 1460, Type: "SLICE_END"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := compact(m.events[m.path(t, tt.path...)])
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// Annotations on a begin.
+	ev := m.events[m.path(t, base...)]
+	want := map[string]any{"sm": uint64(1), "cta": uint64(1), "warp": uint64(1), "payload": uint64(0),
+		"start_cycles": uint64(2 * 1300), "end_cycles": uint64(2 * 1500)}
+	if diff := cmp.Diff(want, ev[3].args); diff != "" {
+		t.Errorf("consumer_compute annotations (-want +got):\n%s", diff)
+	}
+}
+
+func TestFlows(t *testing.T) {
+	tests := []struct {
+		name  string
+		flows bool
+		want  int
+	}{
+		{"on", true, 2}, // one per CTA: producer_load -> consumer_compute
+		{"off", false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := writeLaunch(t, Options{Flows: tt.flows}, testMeta(), testWarps())
+			if err := CheckValid(bytes.NewReader(data)); err != nil {
+				t.Fatalf("CheckValid: %v", err)
+			}
+			m := resolve(t, readPackets(t, data))
+			src := map[uint64]string{}
+			dst := map[uint64]string{}
+			for _, evs := range m.events {
+				for _, e := range evs {
+					for _, f := range e.flows {
+						src[f] = e.name
+					}
+					for _, f := range e.term {
+						dst[f] = e.name
+					}
+				}
+			}
+			if len(src) != tt.want || len(dst) != tt.want {
+				t.Fatalf("%d flow sources, %d ends, want %d", len(src), len(dst), tt.want)
+			}
+			for id, s := range src {
+				if s != "producer_load" || dst[id] != "consumer_compute" {
+					t.Errorf("flow %d: %q -> %q, want producer_load -> consumer_compute", id, s, dst[id])
+				}
+			}
+		})
+	}
+}
+
+func TestCounters(t *testing.T) {
+	m := resolve(t, readPackets(t, writeLaunch(t, Options{Counters: true}, testMeta(), testWarps())))
+	cta := []string{"GPU · Test GPU", "launch 0 · warp_roles", "SM 0", "CTA 0"}
+	type sample struct {
+		Ts    int64
+		Value float64
+	}
+	samples := func(id uint64) []sample {
+		var out []sample
+		for _, e := range m.events[id] {
+			out = append(out, sample{int64(e.ts) - t0, e.value})
+		}
+		return out
+	}
+	tests := []struct {
+		track []string
+		want  []sample
+	}{
+		{append(cta, "consumer in consumer_compute"), []sample{{300, 1}, {500, 0}}},
+		// Two overlapping async tma ranges in one warp count one warp.
+		{append(cta, "consumer in tma"), []sample{{310, 1}, {460, 0}}},
+		{append(cta, "producer in wait_for_data"), []sample{{200, 1}, {300, 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.track[len(tt.track)-1], func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, samples(m.path(t, tt.track...))); diff != "" {
+				t.Errorf("samples (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// The launch summary integrates: the running-warps average over the
+	// launch's bins sums to the warps' total lifetime.
+	run := m.events[m.path(t, "GPU · Test GPU", "launch 0 · warp_roles", "avg warps running")]
+	if len(run) < 2 {
+		t.Fatalf("summary has %d samples", len(run))
+	}
+	var integral float64
+	for i := 0; i+1 < len(run); i++ {
+		integral += run[i].value * float64(run[i+1].ts-run[i].ts)
+	}
+	if want := float64(500 + 600 + 500 + 600); integral < want-1e-6 || integral > want+1e-6 {
+		t.Errorf("summary integral %v warp-ns, want %v", integral, want)
+	}
+}
+
+func TestIncompleteAndProblems(t *testing.T) {
+	meta := testMeta()
+	ws := testWarps()[:2]
+	// Consumer: an unclosed push; producer: a truncated one, drops and a
+	// violation.
+	ws[1].Ranges = []trace.Range{rng(nCompute, 3, 300, 500, 0)}
+	ws[1].Ranges[0].Flags = trace.RangeUnclosed
+	ws[0].Ranges = []trace.Range{rng(nLoad, 0, 20, 200, 0)}
+	ws[0].Ranges[0].Flags = trace.RangeTruncated
+	ws[0].Dropped, ws[0].Count = 7, 12
+	ws[0].Violations = []trace.Violation{{Kind: trace.PopMismatch, Index: 1, Detail: "pop of \"a\" closes \"b\""}}
+	data := writeLaunch(t, Options{Counters: true}, meta, ws)
+	if err := CheckValid(bytes.NewReader(data)); err != nil {
+		t.Fatalf("CheckValid: %v", err)
+	}
+	m := resolve(t, readPackets(t, data))
+	cta := []string{"GPU · Test GPU", "launch 0 · warp_roles", "SM 0", "CTA 0"}
+	cons := m.events[m.path(t, append(cta, "warp 1 · consumer")...)]
+	var names []string
+	for _, e := range cons {
+		if e.name != "" {
+			names = append(names, e.name)
+		}
+	}
+	if diff := cmp.Diff([]string{"kernel_start", "consumer_compute (unclosed)"}, names); diff != "" {
+		t.Errorf("consumer names (-want +got):\n%s", diff)
+	}
+	if s, _ := cons[1].args["incomplete"].(string); !strings.HasPrefix(s, "unclosed") {
+		t.Errorf("unclosed range's incomplete annotation = %q", s)
+	}
+	prod := compact(m.events[m.path(t, append(cta, "warp 0 · producer (dropped 7)")...)])
+	want := []sliceEvent{
+		{Ts: 10, Type: "INSTANT", Name: "kernel_start"},
+		{Ts: 20, Type: "SLICE_BEGIN", Name: "producer_load (truncated)"},
+		{Ts: 200, Type: "SLICE_END"},
+		{Ts: 400, Type: "INSTANT", Name: "violation: pop-mismatch"}, // event 1's time
+		{Ts: 400, Type: "SLICE_BEGIN", Name: "dropped events"},    // stop mode: after the last event
+		{Ts: 500, Type: "SLICE_END"},
+	}
+	if diff := cmp.Diff(want, prod); diff != "" {
+		t.Errorf("producer events (-want +got):\n%s", diff)
+	}
+	drops := m.events[m.path(t, append(cta, "dropped events")...)]
+	if len(drops) != 1 || drops[0].value != 7 {
+		t.Errorf("drops counter = %+v, want one sample of 7", drops)
+	}
+}
+
+func TestOptionsAgree(t *testing.T) {
+	// Compression changes the framing only: the packets are the same.
+	plain := readPackets(t, writeLaunch(t, Options{Flows: true, Counters: true}, testMeta(), testWarps()))
+	for _, opt := range []Options{{Flows: true, Counters: true, Compress: true}} {
+		data := writeLaunch(t, opt, testMeta(), testWarps())
+		if err := CheckValid(bytes.NewReader(data)); err != nil {
+			t.Errorf("%+v: CheckValid: %v", opt, err)
+		}
+		if diff := cmp.Diff(plain, readPackets(t, data), protocmp.Transform()); diff != "" {
+			t.Errorf("%+v: packets differ (-plain +got):\n%s", opt, diff)
+		}
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	a := writeLaunch(t, Options{Flows: true, Counters: true}, testMeta(), testWarps())
+	b := writeLaunch(t, Options{Flows: true, Counters: true}, testMeta(), testWarps())
+	if !bytes.Equal(a, b) {
+		t.Error("two writes of the same launch differ")
+	}
+}
+
+// TestRobustInput feeds ranges a buggy decoder or a hostile capture could
+// produce; the writer must stay valid and never panic.
+func TestRobustInput(t *testing.T) {
+	deep := make([]trace.Range, 600)
+	for i := range deep {
+		deep[i] = rng(nInner, 0, int64(i), 2000-int64(i), int32(i))
+	}
+	manyAsync := make([]trace.Range, 300)
+	for i := range manyAsync {
+		manyAsync[i] = async(nTMA, uint16(i), int64(i), 5000, 0)
+	}
+	tests := []struct {
+		name    string
+		ranges  []trace.Range
+		marks   []trace.Mark
+		skipped int64
+	}{
+		{"end before start", []trace.Range{rng(nLoad, 0, 100, 50, 0)}, nil, 0},
+		{"child outlives parent", []trace.Range{rng(nLoad, 0, 100, 200, 0), rng(nInner, 0, 150, 300, 1)}, nil, 0},
+		{"siblings overlap", []trace.Range{rng(nLoad, 0, 100, 200, 0), rng(nWait, 0, 150, 300, 0)}, nil, 0},
+		{"depth beyond parents", []trace.Range{rng(nLoad, 0, 100, 200, 5)}, nil, 0},
+		{"unsorted", []trace.Range{rng(nWait, 0, 300, 400, 0), rng(nLoad, 0, 100, 200, 0)}, nil, 0},
+		{"async on a busy lane", []trace.Range{async(nTMA, 0, 100, 300, 0), async(nTMA, 1, 150, 250, 0)}, nil, 0},
+		{"negative lane", []trace.Range{async(nTMA, 0, 100, 300, -3)}, nil, 0},
+		{"marks unsorted and inside", []trace.Range{rng(nLoad, 0, 100, 200, 0)},
+			[]trace.Mark{{Name: nKernelStart, Time: t0 + 300}, {Name: nKernelStart, Time: t0 + 150}, {Name: nKernelStart, Time: t0 + 200}}, 0},
+		{"unknown and zero names", []trace.Range{rng(0, 0, 100, 200, 0), rng(4000, 0, 300, 400, 0)}, nil, 0},
+		{"600 deep", deep, nil, 600 - maxSliceDepth},
+		{"300 concurrent async", manyAsync, nil, 300 - maxLanes},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := testWarps()[:1]
+			ws[0].Ranges, ws[0].Marks = tt.ranges, tt.marks
+			var buf bytes.Buffer
+			w := NewWriter(&buf, Options{Counters: true, Flows: true})
+			meta := testMeta()
+			if err := w.BeginLaunch(meta, 0, &meta.Launches[0], LaunchInfo{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.AddWarp(&ws[0]); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := CheckValid(bytes.NewReader(buf.Bytes())); err != nil {
+				t.Errorf("CheckValid: %v", err)
+			}
+			if got := w.Stats().SkippedRanges; got != tt.skipped {
+				t.Errorf("SkippedRanges = %d, want %d", got, tt.skipped)
+			}
+		})
+	}
+}
+
+func TestCallOrder(t *testing.T) {
+	meta := testMeta()
+	l := &meta.Launches[0]
+	ws := testWarps()
+	tests := []struct {
+		name string
+		run  func(w *Writer) error
+	}{
+		{"warp before launch", func(w *Writer) error { return w.AddWarp(&ws[0]) }},
+		{"end before begin", func(w *Writer) error { return w.EndLaunch() }},
+		{"begin twice", func(w *Writer) error {
+			w.BeginLaunch(meta, 0, l, LaunchInfo{})
+			return w.BeginLaunch(meta, 1, l, LaunchInfo{})
+		}},
+		{"launch index reused", func(w *Writer) error {
+			w.BeginLaunch(meta, 0, l, LaunchInfo{})
+			w.EndLaunch()
+			return w.BeginLaunch(meta, 0, l, LaunchInfo{})
+		}},
+		{"slots out of order", func(w *Writer) error {
+			w.BeginLaunch(meta, 0, l, LaunchInfo{})
+			w.AddWarp(&ws[1])
+			return w.AddWarp(&ws[0])
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.run(NewWriter(io.Discard, Options{}))
+			if !errors.Is(err, ErrOrder) {
+				t.Errorf("error %v, want ErrOrder", err)
+			}
+		})
+	}
+	w := NewWriter(io.Discard, Options{})
+	w.Close()
+	if err := w.BeginLaunch(meta, 0, l, LaunchInfo{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("after Close: %v, want ErrClosed", err)
+	}
+}
+
+type failWriter struct{ n int }
+
+func (f *failWriter) Write(p []byte) (int, error) { return 0, fmt.Errorf("disk full after %d", f.n) }
+
+func TestWriteErrorSticks(t *testing.T) {
+	meta := testMeta()
+	w := NewWriter(&failWriter{}, Options{})
+	w.BeginLaunch(meta, 0, &meta.Launches[0], LaunchInfo{})
+	err := w.Close()
+	if err == nil || !strings.Contains(err.Error(), "write pftrace: disk full") {
+		t.Fatalf("Close = %v, want the write error", err)
+	}
+	if err2 := w.AddWarp(&testWarps()[0]); err2 == nil {
+		t.Error("AddWarp after a failed write succeeded")
+	}
+}
+
+func TestAddWarpAllocs(t *testing.T) {
+	meta := testMeta()
+	meta.Launches[0].Warps = 1 << 40
+	w := NewWriter(io.Discard, Options{Counters: true, Flows: true})
+	if err := w.BeginLaunch(meta, 0, &meta.Launches[0], LaunchInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	ws := testWarps()
+	slot := uint64(0)
+	add := func() {
+		for i := range ws {
+			wp := ws[i]
+			wp.Slot = slot
+			wp.CTALinear = slot / 2
+			slot++
+			if err := w.AddWarp(&wp); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add() // warm the buffers
+	// Per CTA: the track descriptors' names and descriptions are formatted
+	// (a few allocations per track, and the uuid set grows); events must not
+	// allocate. Two CTAs of two warps: bound the total.
+	got := testing.AllocsPerRun(50, add)
+	if got > 120 {
+		t.Errorf("AddWarp: %.0f allocations per 2 CTAs, want at most 120", got)
+	}
+}
