@@ -1,0 +1,138 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chromium returns the path of a Chromium or Chrome binary: $IKET_CHROMIUM,
+// else the first of the usual names on $PATH; "" when there is none.
+func chromium() string {
+	if p := os.Getenv("IKET_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome", "headless_shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// needChromium returns the browser, skipping the test when there is none,
+// or failing it when IKET_REQUIRE_CHROMIUM=1 (CI), so CI cannot pass by
+// skipping.
+func needChromium(t *testing.T) string {
+	t.Helper()
+	bin := chromium()
+	if bin != "" {
+		return bin
+	}
+	const why = "no chromium binary on $PATH or in $IKET_CHROMIUM (Debian: apt-get install -y chromium)"
+	if os.Getenv("IKET_REQUIRE_CHROMIUM") == "1" {
+		t.Fatal(why + ", and IKET_REQUIRE_CHROMIUM=1")
+	}
+	t.Skip(why)
+	return ""
+}
+
+// headless runs the browser on a file with extra arguments and returns its
+// standard output. Each run gets a fresh profile and no network.
+func headless(t *testing.T, bin, file string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	t.Cleanup(cancel)
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1",
+		"--user-data-dir=" + t.TempDir()}
+	cmd := exec.CommandContext(ctx, bin, append(append(base, args...), "file://"+file)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run %s %v: %v\n%s", bin, args, err, stderr.Bytes())
+	}
+	return stdout.Bytes()
+}
+
+// TestChromium renders a report in headless Chromium: the page's script must
+// run without network access, mark the body as rendered, fill the summary,
+// and draw the timeline (the first range colour appears in the screenshot).
+// With -update the screenshot becomes docs/img/report.png.
+func TestChromium(t *testing.T) {
+	bin := needChromium(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "report.html")
+	c := synthCapture(t, 4, 4, 64)
+	page := render(t, synthInput(t, c, Limits{}))
+	if err := os.WriteFile(file, []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	shot := filepath.Join(dir, "report.png")
+	if *update {
+		shot = filepath.Join("..", "docs", "img", "report.png")
+		if err := os.MkdirAll(filepath.Dir(shot), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dom := headless(t, bin, file, "--dump-dom")
+	if !regexp.MustCompile(`<body[^>]* data-rendered="16 warps"`).Match(dom) {
+		t.Errorf("dumped DOM lacks <body data-rendered=\"16 warps\">; the page's script did not run to the end:\n%.600s", dom)
+	}
+	want := "16 warps shown (192 ranges, 16 marks); span 7.766 µs"
+	if !bytes.Contains(dom, []byte(want)) {
+		m := regexp.MustCompile(`<span id="summary"[^>]*>[^<]*`).Find(dom)
+		t.Errorf("summary = %q, want %q", m, want)
+	}
+	if n := strings.Count(string(dom), "<span><i"); n < 4+3 {
+		t.Errorf("legend has %d entries, want the 4 range names and 3 symbols", n)
+	}
+
+	headless(t, bin, file, "--screenshot="+shot, "--window-size=1400,900")
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("open screenshot: %v", err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("decode screenshot %s: %v", shot, err)
+	}
+	if b := img.Bounds(); b.Dx() != 1400 || b.Dy() != 900 {
+		t.Errorf("screenshot is %dx%d, want 1400x900", b.Dx(), b.Dy())
+	}
+	// The timeline's bars: the palette's first colours fill many pixels.
+	for _, want := range []struct {
+		name string
+		c    color.RGBA
+	}{{"load", color.RGBA{0x4e, 0x79, 0xa7, 0xff}}, {"compute", color.RGBA{0x59, 0xa1, 0x4f, 0xff}}} {
+		if n := countColor(img, want.c); n < 500 {
+			t.Errorf("screenshot has %d pixels of %s's colour %v, want the timeline's bars (>= 500)", n, want.name, want.c)
+		}
+	}
+}
+
+func countColor(img image.Image, want color.RGBA) int {
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if uint8(r>>8) == want.R && uint8(g>>8) == want.G && uint8(bl>>8) == want.B {
+				n++
+			}
+		}
+	}
+	return n
+}
