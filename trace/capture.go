@@ -92,11 +92,14 @@ func read(r io.ReaderAt, size int64, path string) (*Capture, error) {
 		return nil, bad(8, "format version %d, this iket reads version %d", v, FormatVersion)
 	}
 	mlen := le.Uint64(h[16:])
+	if mlen == 0 {
+		return nil, bad(16, "metadata length 0")
+	}
 	if mlen > maxMetaSize || int64(mlen) > size-fileHeaderSize {
 		return nil, bad(16, "metadata length %d exceeds the file (%d bytes) or the %d-byte limit", mlen, size, maxMetaSize)
 	}
 	mb := make([]byte, mlen)
-	if _, err := r.ReadAt(mb, fileHeaderSize); err != nil {
+	if err := readAt(r, mb, fileHeaderSize); err != nil {
 		return nil, fmt.Errorf("read capture metadata: %w", err)
 	}
 	c := &Capture{r: r, size: size, path: path}
@@ -166,7 +169,7 @@ func (l *Launch) ReadWarp(i uint64, buf []byte) ([]byte, error) {
 	}
 	buf = buf[:st]
 	off := l.Meta.Offset + int64(i)*st
-	if _, err := l.c.r.ReadAt(buf, off); err != nil {
+	if err := readAt(l.c.r, buf, off); err != nil {
 		return buf, fmt.Errorf("read warp %d of launch %d at offset %d: %w", i, l.Index, off, err)
 	}
 	return buf, nil
@@ -178,6 +181,20 @@ func (l *Launch) SectionReader() *io.SectionReader {
 }
 
 func align8(n int64) int64 { return (n + 7) &^ 7 }
+
+// readAt fills b from r at off. A full read that also reports io.EOF (which
+// the io.ReaderAt contract allows at the end of the input) is a success; a
+// short read without an error is io.ErrUnexpectedEOF.
+func readAt(r io.ReaderAt, b []byte, off int64) error {
+	n, err := r.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
 
 // WriteCapture writes a capture: meta (whose launches' Offset fields it
 // fills in) followed by each launch's buffers, read from bufs[i], which must

@@ -155,7 +155,7 @@ func (d *Decoder) index() error {
 		}
 		chunk = chunk[:size]
 		off := d.meta.Offset + int64(first)*d.stride
-		if _, err := d.r.ReadAt(chunk, off); err != nil {
+		if err := readAt(d.r, chunk, off); err != nil {
 			return fmt.Errorf("read warp headers at offset %d: %w", off, err)
 		}
 		for k := uint64(0); k < n; k++ {
@@ -244,12 +244,12 @@ func (d *Decoder) readRing(slot uint64, first, n uint32) ([]byte, *WarpError) {
 	head := min(n, d.meta.Capacity-first) // records before the wrap
 	if head > 0 {
 		off := base + int64(first)*RecordSize
-		if _, err := d.r.ReadAt(b[:int(head)*RecordSize], off); err != nil {
+		if err := readAt(d.r, b[:int(head)*RecordSize], off); err != nil {
 			return nil, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read records", Err: err}
 		}
 	}
 	if head < n {
-		if _, err := d.r.ReadAt(b[int(head)*RecordSize:], base); err != nil {
+		if err := readAt(d.r, b[int(head)*RecordSize:], base); err != nil {
 			return nil, &WarpError{Launch: d.l.Index, Slot: slot, Offset: base, Msg: "read records", Err: err}
 		}
 	}
@@ -348,7 +348,7 @@ func (d *Decoder) Next(w *Warp) error {
 		Events: w.Events[:0], Ranges: w.Ranges[:0], Marks: w.Marks[:0], Violations: w.Violations[:0],
 	}
 	off := d.meta.Offset + int64(slot)*d.stride
-	if _, err := d.r.ReadAt(d.hdr[:], off); err != nil {
+	if err := readAt(d.r, d.hdr[:], off); err != nil {
 		return d.warpErr(&WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read header", Err: err})
 	}
 	var h WarpHeader

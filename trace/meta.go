@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -145,6 +146,8 @@ func (l *LaunchMeta) validate(i int) error {
 		return fmt.Errorf("%s: warps_per_cta %d out of range 1..32", where, l.WarpsPerCTA)
 	case l.Warps > 1<<40:
 		return fmt.Errorf("%s: %d warps is implausible", where, l.Warps)
+	case l.Warps > uint64(math.MaxInt64/l.Stride()):
+		return fmt.Errorf("%s: %d warps of %d bytes overflow a file offset", where, l.Warps, l.Stride())
 	case l.Offset < 0 || l.Offset%8 != 0:
 		return fmt.Errorf("%s: offset %d is not a non-negative multiple of 8", where, l.Offset)
 	}
