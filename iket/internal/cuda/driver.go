@@ -339,11 +339,16 @@ func (c *Context) Occupancy(f Function, blockSize int, smem uint32) (int, error)
 // Stream is a CUstream.
 type Stream struct{ s C.CUstream }
 
-// NewStream creates a stream that does not synchronize with the legacy
-// default stream.
-func (c *Context) NewStream() (Stream, error) {
+// NewStream creates a stream. A blocking stream (nonBlocking false) is
+// ordered with the legacy default stream, which the synchronous copies and
+// memsets use; a non-blocking one runs beside it.
+func (c *Context) NewStream(nonBlocking bool) (Stream, error) {
+	var flags C.uint
+	if nonBlocking {
+		flags = streamNonBlocking
+	}
 	var s C.CUstream
-	if err := check("cuStreamCreate", C.w_stream_create(c.ctx, &s, streamNonBlocking)); err != nil {
+	if err := check("cuStreamCreate", C.w_stream_create(c.ctx, &s, flags)); err != nil {
 		return Stream{}, err
 	}
 	return Stream{s: s}, nil
