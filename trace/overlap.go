@@ -144,6 +144,7 @@ type nameCTA struct {
 	ranges   uint32
 	activeNs int64
 	first    WarpRef // warp of the first range (by start)
+	start    int64   // its start
 	payload  uint16  // its payload
 }
 
@@ -213,6 +214,7 @@ type ctaAnalysis struct {
 	byName  []nameSteps
 	ivs     []ctaRange
 	evs     []stepEvent
+	groups  [][2]int
 	stepBuf []step
 }
 
@@ -298,7 +300,7 @@ func (c *ctaAnalysis) process(idx int32, out *ctaResults) {
 		}
 		out.names[ns.name] = append(out.names[ns.name], nameCTA{
 			cta: idx, ranges: uint32(ns.hi - ns.lo), activeNs: ns.active,
-			first: c.warps[first.warp].ref, payload: first.payload,
+			first: c.warps[first.warp].ref, start: first.start, payload: first.payload,
 		})
 	}
 	for i := range c.byName {
@@ -473,6 +475,15 @@ func (c *ctaAnalysis) order(x, y *nameSteps, o *orderAcc) {
 
 // orderPayload checks the ranges of one payload, both sorted by (warp, start).
 func (c *ctaAnalysis) orderPayload(xr, yr []ctaRange, o *orderAcc) {
+	c.groups = c.groups[:0]
+	for lo := 0; lo < len(xr); {
+		hi := lo
+		for hi < len(xr) && xr[hi].warp == xr[lo].warp {
+			hi++
+		}
+		c.groups = append(c.groups, [2]int{lo, hi})
+		lo = hi
+	}
 	for ylo := 0; ylo < len(yr); {
 		yhi := ylo
 		for yhi < len(yr) && yr[yhi].warp == yr[ylo].warp {
@@ -485,19 +496,16 @@ func (c *ctaAnalysis) orderPayload(xr, yr []ctaRange, o *orderAcc) {
 				B: c.warps[b.warp].ref, BStart: b.start, Missing: len(xr) == 0, NoA: len(xr) == 0,
 			}
 			late := false
-			for xlo := 0; xlo < len(xr) && !v.Missing; {
-				xhi := xlo
-				for xhi < len(xr) && xr[xhi].warp == xr[xlo].warp {
-					xhi++
-				}
-				aw := c.warps[xr[xlo].warp].ref
+			for _, g := range c.groups {
 				switch {
-				case k >= xhi-xlo:
-					v.Missing, v.A, v.AEnd = true, aw, 0
-				case xr[xlo+k].end > b.start && (!late || xr[xlo+k].end > v.AEnd):
-					v.A, v.AEnd, late = aw, xr[xlo+k].end, true
+				case k >= g[1]-g[0]:
+					v.Missing, v.A, v.AEnd = true, c.warps[xr[g[0]].warp].ref, 0
+				case xr[g[0]+k].end > b.start && (!late || xr[g[0]+k].end > v.AEnd):
+					v.A, v.AEnd, late = c.warps[xr[g[0]].warp].ref, xr[g[0]+k].end, true
 				}
-				xlo = xhi
+				if v.Missing {
+					break
+				}
 			}
 			if v.Missing || late {
 				o.violate(v)
@@ -614,7 +622,7 @@ func (a *Analyzer) Order(x, y string) (OrderResult, error) {
 		info := ctas[nc.cta]
 		acc.checked += uint64(nc.ranges)
 		acc.violate(OrderViolation{CTA: info.cta, CTALinear: info.linear, Payload: nc.payload, Occurrence: 1,
-			B: nc.first, Missing: true, NoA: true})
+			B: nc.first, BStart: nc.start, Missing: true, NoA: true})
 		acc.violations += uint64(nc.ranges) - 1
 	}
 	r := OrderResult{A: x, B: y, Checked: acc.checked, Violations: acc.violations}
@@ -674,10 +682,15 @@ func (a *Analyzer) Occupancy(cta uint64) (*Occupancy, error) {
 	return occ, nil
 }
 
+// points converts steps to occupancy points, leaving out the steps where
+// only the warp changed.
 func points(steps []step) []OccupancyPoint {
-	p := make([]OccupancyPoint, len(steps))
-	for i, s := range steps {
-		p[i] = OccupancyPoint{Time: s.t, Count: int(s.n)}
+	p := make([]OccupancyPoint, 0, len(steps))
+	for _, s := range steps {
+		if k := len(p); k > 0 && p[k-1].Count == int(s.n) {
+			continue
+		}
+		p = append(p, OccupancyPoint{Time: s.t, Count: int(s.n)})
 	}
 	return p
 }

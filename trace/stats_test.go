@@ -322,7 +322,7 @@ func TestWarpRefString(t *testing.T) {
 
 // benchWarps builds ctas CTAs of 4 warps (1 producer, 3 consumers), each warp
 // with n ranges.
-func benchWarps(b *testing.B, ctas, n int) []*Warp {
+func benchWarps(b testing.TB, ctas, n int) []*Warp {
 	b.Helper()
 	var ws []*Warp
 	for c := range ctas {
