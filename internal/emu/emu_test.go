@@ -1,0 +1,194 @@
+package emu_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/iket-trace/iket/internal/emu"
+	"github.com/iket-trace/iket/trace"
+)
+
+// slot returns warp slot s's header and records from a capture.
+func slot(t *testing.T, data []byte, s int) (trace.WarpHeader, []trace.Record) {
+	t.Helper()
+	c, err := emu.Read(data)
+	if err != nil {
+		t.Fatalf("read capture: %v", err)
+	}
+	b, err := c.Launch(0).ReadWarp(uint64(s), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h trace.WarpHeader
+	trace.DecodeWarpHeader(b, &h)
+	recs := make([]trace.Record, (len(b)-trace.WarpHeaderSize)/trace.RecordSize)
+	for i := range recs {
+		recs[i] = trace.Record(binary.LittleEndian.Uint64(b[trace.WarpHeaderSize+i*trace.RecordSize:]))
+	}
+	return h, recs
+}
+
+func marks(l *emu.Launch, n int) {
+	w := l.Warp([3]uint32{}, 0)
+	for i := 0; i < n; i++ {
+		w.Mark("m", uint16(i), 5_000_000_000+uint64(i)*1000)
+	}
+}
+
+func TestLayout(t *testing.T) {
+	names := emu.MustNames("MARK m")
+	rec := func(i int) trace.Record {
+		return trace.MakeRecord(trace.KindMark, 1, uint16(i), uint32(5_000_000_000+uint64(i)*1000))
+	}
+	tests := []struct {
+		name  string
+		mode  trace.Mode
+		n     int
+		want  []trace.Record // capacity 4 records + scratch
+		count uint32
+	}{
+		{"stop partial", trace.ModeStop, 2, []trace.Record{rec(0), rec(1), 0, 0, 0}, 2},
+		{"stop overflow hits scratch", trace.ModeStop, 7, []trace.Record{rec(0), rec(1), rec(2), rec(3), rec(6)}, 7},
+		{"wrap ring keeps newest", trace.ModeWrap, 6, []trace.Record{rec(4), rec(5), rec(2), rec(3), 0}, 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &emu.Launch{Kernel: "k", Block: [3]uint32{32, 1, 1}, Capacity: 4, Mode: tt.mode, Names: names}
+			marks(l, tt.n)
+			data, err := l.Capture()
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, recs := slot(t, data, 0)
+			if diff := cmp.Diff(tt.want, recs); diff != "" {
+				t.Errorf("records (-want +got):\n%s", diff)
+			}
+			if h.Count != tt.count || h.Flags != trace.FlagStarted|trace.FlagFinished || h.Magic != trace.WarpMagic {
+				t.Errorf("header %+v", h)
+			}
+			// Records keep the low 32 bits of the clock (5e9 > 2^32).
+			if got, want := recs[0].Clock(), uint32(5_000_000_000+uint64(tt.want[0].Payload())*1000); got != want {
+				t.Errorf("clock %d, want %d", got, want)
+			}
+		})
+	}
+}
+
+func TestAnchors(t *testing.T) {
+	ck := emu.Clock{MHz: 1000, Cycle0: 1_000_000, Ns0: 64_000, TickNs: 32}
+	l := &emu.Launch{Kernel: "k", Block: [3]uint32{64, 1, 1}, Capacity: 4, Names: emu.MustNames("MARK m"),
+		Clocks: map[uint32]emu.Clock{0: ck}}
+	w := l.Warp([3]uint32{}, 0)
+	w.StartCycle, w.EndCycle = 1_000_100, 1_000_500
+	w.Mark("m", 0, 1_000_200)
+	u := l.Warp([3]uint32{}, 1)
+	u.Unfinished = true
+	u.Mark("m", 0, 1_000_300)
+	data, err := l.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := slot(t, data, 0)
+	// 1 GHz: cycle 1_000_100 is ns 64_100; the next tick is 64_128, at
+	// cycle 1_000_128. The end: 64_500 -> tick 64_512, cycle 1_000_512.
+	want := trace.WarpHeader{Magic: trace.WarpMagic, Flags: 3, Count: 1,
+		StartGlobaltimer: 64_128, StartClock: 1_000_128, EndGlobaltimer: 64_512, EndClock: 1_000_512}
+	if diff := cmp.Diff(want, h); diff != "" {
+		t.Errorf("header (-want +got):\n%s", diff)
+	}
+	hu, _ := slot(t, data, 1)
+	if hu.Count != 0 || hu.Flags != trace.FlagStarted || hu.EndClock != 0 || hu.Warp != 1 {
+		t.Errorf("unfinished header %+v", hu)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		build func(l *emu.Launch)
+		want  string
+	}{
+		{"unknown name", func(l *emu.Launch) { l.Warp([3]uint32{}, 0).Mark("nope", 0, 1e9) }, `name "nope" is not in the launch's name table`},
+		{"time backwards", func(l *emu.Launch) { l.Warp([3]uint32{}, 0).Mark("m", 0, 1e9).Mark("m", 0, 1e9-1) }, "event 1 at cycle 999999999 is before event 0"},
+		{"outside launch", func(l *emu.Launch) { l.Warp([3]uint32{}, 5).Mark("m", 0, 1e9) }, "outside the launch"},
+		{"start after first event", func(l *emu.Launch) {
+			w := l.Warp([3]uint32{}, 0).Mark("m", 0, 1e9)
+			w.StartCycle = 1e9
+		}, "precedes the start anchor"},
+		{"wrap capacity", func(l *emu.Launch) { l.Mode, l.Capacity = trace.ModeWrap, 6 }, "power-of-two"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &emu.Launch{Kernel: "k", Block: [3]uint32{32, 1, 1}, Capacity: 4, Names: emu.MustNames("MARK m")}
+			tt.build(l)
+			_, err := l.Capture()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Capture error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := emu.Names("BOGUS x"); err == nil {
+		t.Error("Names accepted a bad kind")
+	}
+}
+
+// TestGenerateMatchesScript: a generated launch writes the same bytes as the
+// same script added warp by warp.
+func TestGenerateMatchesScript(t *testing.T) {
+	script := func(w *emu.Warp) {
+		c := 2_000_000 + w.Slot*10_000
+		w.Push("a", uint16(w.Slot), c).Pop(c + 100)
+		if w.Slot == 3 {
+			w.Unfinished = true
+		}
+		if w.Slot == 5 {
+			w.NeverStarted = true
+		}
+	}
+	mk := func() *emu.Launch {
+		return &emu.Launch{Kernel: "k", Grid: [3]uint32{3, 1, 1}, Block: [3]uint32{64, 1, 1}, Capacity: 4, Names: emu.MustNames("RANGE a")}
+	}
+	gen := mk()
+	gen.Generate = script
+	scripted := mk()
+	for s := uint64(0); s < scripted.Slots(); s++ {
+		w := scripted.Warp([3]uint32{uint32(s / 2), 0, 0}, uint32(s%2))
+		script(w)
+	}
+	a, err := gen.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := scripted.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Error("generated and scripted captures differ")
+	}
+}
+
+func TestProducerConsumer(t *testing.T) {
+	l, err := emu.ProducerConsumer(emu.PCConfig{CTAs: 3, Stages: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Slots() != 6 || l.ID("producer") != 1 || l.ID("kernel_start") != 5 {
+		t.Errorf("slots %d, ids %d %d", l.Slots(), l.ID("producer"), l.ID("kernel_start"))
+	}
+	if _, err := emu.ProducerConsumer(emu.PCConfig{Overlap: 2}); err == nil {
+		t.Error("overlap 2 accepted")
+	}
+	data, err := l.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, recs := slot(t, data, 5)
+	if h.SM != 2 || h.CTA != [3]uint32{2, 0, 0} || h.Warp != 1 || h.Count != 6 || recs[2].Kind() != trace.KindPush {
+		t.Errorf("consumer of cta 2: header %+v, records %v", h, recs[:6])
+	}
+}
