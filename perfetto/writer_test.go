@@ -233,7 +233,7 @@ func TestIncompleteAndProblems(t *testing.T) {
 		{Ts: 20, Type: "SLICE_BEGIN", Name: "producer_load (truncated)"},
 		{Ts: 200, Type: "SLICE_END"},
 		{Ts: 400, Type: "INSTANT", Name: "violation: pop-mismatch"}, // event 1's time
-		{Ts: 400, Type: "SLICE_BEGIN", Name: "dropped events"},    // stop mode: after the last event
+		{Ts: 400, Type: "SLICE_BEGIN", Name: "dropped events"},      // stop mode: after the last event
 		{Ts: 500, Type: "SLICE_END"},
 	}
 	if diff := cmp.Diff(want, prod); diff != "" {

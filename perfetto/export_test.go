@@ -1,0 +1,198 @@
+package perfetto
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+// rec is one event of a synthetic warp: kind, name, payload and the cycle
+// offset from the warp's start.
+type rec struct {
+	k       trace.Kind
+	name    uint16
+	payload uint16
+	at      uint32
+}
+
+// buildCapture writes a capture of one stop-mode launch, 2 CTAs of 2 warps:
+// warp 0 produces, warp 1 consumes; the last warp overflows its buffer and
+// leaves a push open.
+func buildCapture(t testing.TB) *trace.Capture {
+	t.Helper()
+	meta := testMeta()
+	l := &meta.Launches[0]
+	l.Capacity = 8
+	prod := []rec{{trace.KindRole, nProducer, 0, 1}, {trace.KindMark, nKernelStart, 0, 2}, {trace.KindPush, nLoad, 0, 10},
+		{trace.KindPop, nLoad, 0, 200}, {trace.KindPush, nWait, 0, 201}, {trace.KindPop, 0, 0, 300}}
+	cons := []rec{{trace.KindRole, nConsumer, 0, 1}, {trace.KindPush, nWait, 0, 5}, {trace.KindPop, 0, 0, 300},
+		{trace.KindPush, nCompute, 0, 310}, {trace.KindStart, nTMA, 1, 320}, {trace.KindEnd, nTMA, 1, 400}, {trace.KindPop, nCompute, 0, 500}}
+	overflow := append(append([]rec(nil), cons[:4]...), rec{trace.KindMark, nKernelStart, 1, 600}, rec{trace.KindMark, nKernelStart, 2, 601},
+		rec{trace.KindMark, nKernelStart, 3, 602}, rec{trace.KindMark, nKernelStart, 4, 603}, rec{trace.KindMark, nKernelStart, 5, 604},
+		rec{trace.KindMark, nKernelStart, 6, 605})
+	warps := [][]rec{prod, cons, prod, overflow}
+	buf := make([]byte, l.Size())
+	for s, evs := range warps {
+		b := buf[int64(s)*l.Stride():]
+		startClk := uint64(1_000_000 + s*3) // 1 cycle per ns on every SM
+		h := trace.WarpHeader{Magic: trace.WarpMagic, SM: uint32(s / 2), CTA: [3]uint32{uint32(s / 2), 0, 0}, Warp: uint32(s % 2),
+			StartGlobaltimer: t0 + uint64(s)*3, StartClock: startClk, EndGlobaltimer: t0 + uint64(s)*3 + 1000, EndClock: startClk + 1000,
+			Count: uint32(len(evs)), Flags: trace.FlagStarted | trace.FlagFinished}
+		trace.EncodeWarpHeader(b, &h)
+		for i, e := range evs {
+			if i >= int(l.Capacity) {
+				break
+			}
+			binary.LittleEndian.PutUint64(b[trace.WarpHeaderSize+8*i:], uint64(trace.MakeRecord(e.k, e.name, e.payload, uint32(startClk)+e.at)))
+		}
+	}
+	path := filepath.Join(t.TempDir(), "c.iket")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := trace.WriteCapture(f, meta, []io.Reader{bytes.NewReader(buf)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := trace.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestExportCapture(t *testing.T) {
+	c := buildCapture(t)
+	for _, opt := range []Options{{}, {Flows: true, Counters: true}, {Flows: true, Counters: true, Compress: true}} {
+		var buf bytes.Buffer
+		if err := ExportCapture(&buf, c, opt); err != nil {
+			t.Fatalf("%+v: ExportCapture: %v", opt, err)
+		}
+		if err := CheckValid(bytes.NewReader(buf.Bytes())); err != nil {
+			t.Errorf("%+v: CheckValid: %v", opt, err)
+		}
+		m := resolve(t, readPackets(t, buf.Bytes()))
+		cta1 := []string{"GPU · Test GPU", "launch 0 · warp_roles", "SM 1", "CTA 1"}
+		last := m.events[m.path(t, append(cta1, "warp 1 · consumer (dropped 2)")...)]
+		var names []string
+		for _, e := range last {
+			if e.name != "" {
+				names = append(names, e.name)
+			}
+		}
+		want := []string{"wait_for_data", "consumer_compute (unclosed)", "violation: unclosed", "kernel_start", "kernel_start", "kernel_start", "kernel_start", "dropped events"}
+		if diff := cmp.Diff(want, names); diff != "" {
+			t.Errorf("%+v: overflowing warp's events (-want +got):\n%s", opt, diff)
+		}
+		if opt.Flows {
+			flows := 0
+			for _, evs := range m.events {
+				for _, e := range evs {
+					flows += len(e.flows)
+				}
+			}
+			if flows != 2 { // one per CTA: producer_load -> consumer_compute
+				t.Errorf("%+v: %d flows, want 2", opt, flows)
+			}
+		}
+	}
+}
+
+type jsonEvent struct {
+	Ph   string         `json:"ph"`
+	Pid  int            `json:"pid"`
+	Tid  uint64         `json:"tid"`
+	Ts   float64        `json:"ts"`
+	Name string         `json:"name"`
+	Args map[string]any `json:"args"`
+}
+
+func TestWriteJSON(t *testing.T) {
+	c := buildCapture(t)
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, c); err != nil {
+		t.Fatalf("WriteJSON: %v", err)
+	}
+	var doc struct {
+		TraceEvents []jsonEvent    `json:"traceEvents"`
+		OtherData   map[string]any `json:"otherData"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("parse JSON: %v\n%s", err, buf.String())
+	}
+	if doc.OtherData["iket_time_origin_ns"] != float64(t0-1000) {
+		t.Errorf("origin = %v, want %d", doc.OtherData["iket_time_origin_ns"], t0-1000)
+	}
+	// Per thread, after a stable sort by ts: B/E nest, and never overlap.
+	type key struct {
+		pid int
+		tid uint64
+	}
+	per := map[key][]jsonEvent{}
+	threads := map[key]string{}
+	for _, e := range doc.TraceEvents {
+		switch e.Ph {
+		case "B", "E":
+			per[key{e.Pid, e.Tid}] = append(per[key{e.Pid, e.Tid}], e)
+		case "M":
+			if e.Name == "thread_name" {
+				threads[key{e.Pid, e.Tid}] = e.Args["name"].(string)
+			}
+		}
+	}
+	if len(per) == 0 {
+		t.Fatal("no slices")
+	}
+	for k, evs := range per {
+		sort.SliceStable(evs, func(i, j int) bool { return evs[i].Ts < evs[j].Ts })
+		var stack []float64
+		for _, e := range evs {
+			if e.Ph == "B" {
+				stack = append(stack, e.Ts)
+				continue
+			}
+			if len(stack) == 0 {
+				t.Errorf("thread %q: E at %v with nothing open", threads[k], e.Ts)
+				continue
+			}
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 {
+			t.Errorf("thread %q: %d slices never end", threads[k], len(stack))
+		}
+		if threads[k] == "" {
+			t.Errorf("thread %v has slices but no name", k)
+		}
+	}
+	// The consumer's compute range on warp slot 1: 310 cycles after its
+	// start, on a clock of 1 cycle/ns, 3 ns later than slot 0.
+	found := false
+	for _, e := range per[key{1, tid(1, -1)}] {
+		if e.Ph == "B" && e.Name == "consumer_compute" {
+			found = true
+			if want := 1.0 + 0.003 + 0.310; e.Ts < want-0.0005 || e.Ts > want+0.0005 {
+				t.Errorf("consumer_compute at %v us, want about %v", e.Ts, want)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no consumer_compute slice on slot 1; threads %v", threads)
+	}
+	if !strings.Contains(buf.String(), `"consumer_compute (unclosed)"`) {
+		t.Error("the unclosed range is not labelled")
+	}
+}

@@ -1,0 +1,237 @@
+package perfetto
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+// WriteJSON writes c in Chrome's trace-event JSON format (the legacy format
+// chrome://tracing and ui.perfetto.dev both read). Each launch is a process
+// (pid = launch index + 1); each warp a thread, with one more thread per
+// async lane. Slices are B/E pairs built from the same model as the
+// protobuf writer, so they nest strictly on every thread (the JSON importer
+// mis-draws overlapping complete events on one thread). Marks and
+// violations are thread-scoped instants. Timestamps are microseconds with
+// three decimals (exact to the ns) relative to 1 us before the capture's
+// earliest warp start; otherData.iket_time_origin_ns holds that origin.
+// Counters and flows are left to the protobuf format. It does not close out.
+func WriteJSON(out io.Writer, c *trace.Capture) error {
+	origin, err := captureOrigin(c)
+	if err != nil {
+		return fmt.Errorf("write json: %w", err)
+	}
+	j := &jsonWriter{bw: bufio.NewWriterSize(out, 1<<16), origin: origin}
+	j.raw(`{"displayTimeUnit":"ns","otherData":{"iket_time_origin_ns":`)
+	j.b = strconv.AppendInt(j.b[:0], origin, 10)
+	j.raw(string(j.b))
+	j.raw(`},"traceEvents":[` + "\n")
+	var wp trace.Warp
+	for i := range c.NumLaunches() {
+		l := c.Launch(i)
+		d, err := trace.NewDecoder(l, trace.Options{})
+		if err != nil {
+			return fmt.Errorf("write json: launch %d (%s): %w", i, l.Meta.Kernel, err)
+		}
+		pid := i + 1
+		j.meta(pid, 0, "process_name", fmt.Sprintf("launch %d · %s", i, l.Meta.Kernel))
+		j.metaInt(pid, 0, "process_sort_index", int64(i))
+		for {
+			err := d.Next(&wp)
+			if err == io.EOF {
+				break
+			}
+			var we *trace.WarpError
+			if errors.As(err, &we) {
+				j.meta(pid, 0, "thread_name", "problems")
+				j.instant(pid, 0, 0, we.Error(), "", nil)
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("write json: launch %d: %w", i, err)
+			}
+			if wp.Started {
+				j.warp(pid, l.Meta, &wp)
+			}
+		}
+	}
+	j.raw("{}]}\n")
+	if j.err == nil {
+		j.err = j.bw.Flush()
+	}
+	if j.err != nil {
+		return fmt.Errorf("write json: %w", j.err)
+	}
+	return nil
+}
+
+// captureOrigin returns 1 us before the earliest start_globaltimer of any
+// started warp, read from the warp headers alone.
+func captureOrigin(c *trace.Capture) (int64, error) {
+	origin := int64(math.MaxInt64)
+	var h [trace.WarpHeaderSize]byte
+	for i := range c.NumLaunches() {
+		l := c.Launch(i)
+		r := l.SectionReader()
+		st := l.Meta.Stride()
+		for s := uint64(0); s < l.Meta.Warps; s++ {
+			if _, err := r.ReadAt(h[:], int64(s)*st); err != nil {
+				return 0, fmt.Errorf("read header of launch %d warp %d: %w", i, s, err)
+			}
+			if binary.LittleEndian.Uint32(h[0:]) != trace.WarpMagic {
+				continue
+			}
+			if t := int64(binary.LittleEndian.Uint64(h[24:])); t >= 0 && t < origin {
+				origin = t
+			}
+		}
+	}
+	if origin == math.MaxInt64 {
+		return 0, nil
+	}
+	return max(0, origin-1000), nil
+}
+
+type jsonWriter struct {
+	bw     *bufio.Writer
+	err    error
+	b      []byte
+	origin int64
+	bd     builder
+	names  []byte
+}
+
+func (j *jsonWriter) raw(s string) {
+	if j.err == nil {
+		_, j.err = j.bw.WriteString(s)
+	}
+}
+
+func (j *jsonWriter) flush() {
+	if j.err == nil {
+		_, j.err = j.bw.Write(j.b)
+	}
+	j.b = j.b[:0]
+}
+
+// tid numbers a warp's thread (lane -1) and its lanes' threads.
+func tid(slot uint64, lane int) uint64 { return slot<<9 | uint64(lane+1) }
+
+func (j *jsonWriter) meta(pid int, tid uint64, what, name string) {
+	j.b = fmt.Appendf(j.b[:0], `{"ph":"M","pid":%d,"tid":%d,"name":%q,"args":{"name":%s}},`+"\n", pid, tid, what, strconv.Quote(name))
+	j.flush()
+}
+
+func (j *jsonWriter) metaInt(pid int, tid uint64, what string, v int64) {
+	j.b = fmt.Appendf(j.b[:0], `{"ph":"M","pid":%d,"tid":%d,"name":%q,"args":{"sort_index":%d}},`+"\n", pid, tid, what, v)
+	j.flush()
+}
+
+// ts appends a timestamp in us with three decimals.
+func (j *jsonWriter) ts(ns int64) {
+	d := ns - j.origin
+	if d < 0 {
+		j.b = append(j.b, '-')
+		d = -d
+	}
+	j.b = strconv.AppendInt(j.b, d/1000, 10)
+	f := d % 1000
+	j.b = append(j.b, '.', byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+}
+
+func (j *jsonWriter) instant(pid int, tid uint64, ns int64, name, argKey string, argVal any) {
+	j.b = append(j.b, `{"ph":"i","s":"t","pid":`...)
+	j.b = strconv.AppendInt(j.b, int64(pid), 10)
+	j.b = append(j.b, `,"tid":`...)
+	j.b = strconv.AppendUint(j.b, tid, 10)
+	j.b = append(j.b, `,"ts":`...)
+	j.ts(ns)
+	j.b = append(j.b, `,"name":`...)
+	j.b = strconv.AppendQuote(j.b, name)
+	if argKey != "" {
+		j.b = fmt.Appendf(j.b, `,"args":{%q:%v}`, argKey, argVal)
+	}
+	j.b = append(j.b, "},\n"...)
+	j.flush()
+}
+
+func (j *jsonWriter) warp(pid int, lm *trace.LaunchMeta, wp *trace.Warp) {
+	v := warpView{info: warpInfo{
+		slot: wp.Slot, sm: wp.SM, cta: wp.CTA, ctaLinear: wp.CTALinear, warp: wp.Warp, role: wp.Role,
+		finished: wp.Finished, count: wp.Count, stored: wp.Stored, dropped: wp.Dropped, trimmed: wp.Trimmed,
+		first: wp.First, last: wp.Last,
+	}, ranges: wp.Ranges, marks: wp.Marks}
+	if n := len(wp.Events); n > 0 {
+		v.info.hasEv, v.info.firstEv, v.info.lastEv = true, wp.Events[0].Time(), wp.Events[n-1].Time()
+	}
+	nl := j.bd.build(&v, lm.Mode)
+	name := fmt.Sprintf("sm %d · cta %d,%d,%d · warp %d", wp.SM, wp.CTA[0], wp.CTA[1], wp.CTA[2], wp.Warp)
+	if wp.Role != 0 {
+		name += " · " + lm.NameText(wp.Role)
+	}
+	j.meta(pid, tid(wp.Slot, -1), "thread_name", name)
+	j.metaInt(pid, tid(wp.Slot, -1), "thread_sort_index", int64(tid(wp.Slot, -1)))
+	for l := range nl {
+		j.meta(pid, tid(wp.Slot, l), "thread_name", fmt.Sprintf("%s · async lane %d", name, l))
+		j.metaInt(pid, tid(wp.Slot, l), "thread_sort_index", int64(tid(wp.Slot, l)))
+	}
+	for i := range j.bd.evs {
+		e := &j.bd.evs[i]
+		t := tid(wp.Slot, int(e.lt)-1)
+		j.b = append(j.b[:0], `{"ph":"`...)
+		switch e.typ {
+		case typeSliceBegin:
+			j.b = append(j.b, 'B')
+		case typeSliceEnd:
+			j.b = append(j.b, 'E')
+		default:
+			j.b = append(j.b, `i","s":"t`...)
+		}
+		j.b = append(j.b, `","pid":`...)
+		j.b = strconv.AppendInt(j.b, int64(pid), 10)
+		j.b = append(j.b, `,"tid":`...)
+		j.b = strconv.AppendUint(j.b, t, 10)
+		j.b = append(j.b, `,"ts":`...)
+		j.ts(e.ts)
+		if e.typ != typeSliceEnd {
+			j.names = j.names[:0]
+			switch e.src {
+			case srcRange:
+				r := &v.ranges[e.idx]
+				j.names = appendRangeName(j.names, lm, r.Name, r.Flags)
+				j.b = append(j.b, `,"name":`...)
+				j.b = strconv.AppendQuote(j.b, string(j.names))
+				j.b = fmt.Appendf(j.b, `,"args":{"payload":%d,"start_cycles":%d,"end_cycles":%d`, r.Payload, r.StartCycles, r.EndCycles)
+				if r.Flags != 0 {
+					j.b = append(j.b, `,"incomplete":`...)
+					j.b = strconv.AppendQuote(j.b, incompleteText(r.Flags))
+				}
+				j.b = append(j.b, '}')
+			case srcMark:
+				m := &v.marks[e.idx]
+				j.names = appendName(j.names, lm, m.Name)
+				j.b = append(j.b, `,"name":`...)
+				j.b = strconv.AppendQuote(j.b, string(j.names))
+				j.b = fmt.Appendf(j.b, `,"args":{"payload":%d,"cycles":%d}`, m.Payload, m.Cycles)
+			case srcDrop:
+				j.b = fmt.Appendf(j.b, `,"name":"dropped events","args":{"dropped":%d,"attempted":%d,"stored":%d}`, wp.Dropped, wp.Count, wp.Stored)
+			}
+		}
+		j.b = append(j.b, "},\n"...)
+		j.flush()
+	}
+	for i := range wp.Violations {
+		vi := &wp.Violations[i]
+		ts := wp.Last
+		if vi.Index >= 0 && vi.Index < len(wp.Events) {
+			ts = wp.Events[vi.Index].Time()
+		}
+		j.instant(pid, tid(wp.Slot, -1), ts, "violation: "+vi.Kind.String(), "detail", strconv.Quote(vi.Detail))
+	}
+}
