@@ -369,8 +369,9 @@ func (d *Decoder) Next(w *Warp) error {
 	w.Started, w.Finished = true, h.Finished()
 	w.First = fit.Ns(h.StartClock)
 	d.sum.Started++
-	if err := d.decodeEvents(w, &h, fit); err != nil {
-		return d.warpErr(err)
+	raw, werr := d.decodeEvents(w, &h, fit)
+	if werr != nil {
+		return d.warpErr(werr)
 	}
 	if w.Finished {
 		d.sum.Finished++
@@ -380,7 +381,11 @@ func (d *Decoder) Next(w *Warp) error {
 	} else {
 		w.Last = w.First
 	}
-	d.pair(w, fit)
+	d.pair(w, fit, raw, h.StartClock)
+	if n := len(w.Events); raw != nil && n > 0 && w.Finished && w.Events[n-1].cycles > h.EndClock {
+		d.violate(w, BadRecord, n-1, "", fmt.Sprintf(
+			"clock %d cycles past the warp's end anchor: a gap over 2^32 cycles between events, or a corrupt record", w.Events[n-1].cycles-h.EndClock))
+	}
 	if d.opt.Strict {
 		if w.Dropped > 0 {
 			d.violate(w, DroppedEvents, -1, "", fmt.Sprintf("%d of %d events dropped (capacity %d, %s mode)", w.Dropped, w.Count, d.meta.Capacity, d.meta.Mode))
@@ -417,8 +422,10 @@ func (d *Decoder) violate(w *Warp, k ViolationKind, idx int, name, detail string
 }
 
 // decodeEvents reads the stored records of a started warp into w.Events,
-// unwrapping cycles and converting them to ns.
-func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) *WarpError {
+// unwrapping cycles and converting them to ns. In the common case (cycles
+// unwrapped forward, no window) it only sizes w.Events and returns the raw
+// records, which pair decodes as it goes.
+func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *WarpError) {
 	capa := d.meta.Capacity
 	le := binary.LittleEndian
 	var b []byte
@@ -432,7 +439,7 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) *WarpError
 			first, backward = h.Count%capa, true
 		}
 		if b, err = d.readRing(w.Slot, first, n); err != nil {
-			return err
+			return nil, err
 		}
 		w.Count = uint64(h.Count)
 		w.Dropped = uint64(h.Count - n)
@@ -440,7 +447,7 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) *WarpError
 		// Not finished: count was never written. Scan to the first
 		// unwritten slot.
 		if b, err = d.readRing(w.Slot, 0, capa); err != nil {
-			return err
+			return nil, err
 		}
 		n := 0
 		for n < int(capa) && Record(le.Uint64(b[n*RecordSize:])).Kind() != KindInvalid {
@@ -462,6 +469,12 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) *WarpError
 	}
 	ev := w.Events[:n]
 	if !backward {
+		if !d.window.Applied {
+			// The common case: pair decodes the records itself, in the
+			// same loop (see pair).
+			w.Events = ev
+			return b, nil
+		}
 		c := h.StartClock
 		for i := range ev {
 			r := Record(le.Uint64(b[i*RecordSize:]))
@@ -471,10 +484,6 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) *WarpError
 			// store forwarding.
 			e := &ev[i]
 			e.kind, e.name, e.payload, e.cycles, e.time = r.Kind(), r.Name(), r.Payload(), c, fit.Ns(c)
-		}
-		if n > 0 && h.Finished() && c > h.EndClock {
-			d.violate(w, BadRecord, n-1, "", fmt.Sprintf(
-				"clock %d cycles past the warp's end anchor: a gap over 2^32 cycles between events, or a corrupt record", c-h.EndClock))
 		}
 	} else {
 		c := h.EndClock
@@ -503,5 +512,5 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) *WarpError
 			w.Events = ev[:copy(ev, ev[k:])]
 		}
 	}
-	return nil
+	return nil, nil
 }

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -11,7 +12,11 @@ import (
 // (a placeholder is appended at the push or start and completed at the pop
 // or end), so they come out sorted by Start without a sort in the common
 // case.
-func (d *Decoder) pair(w *Warp, fit *ClockFit) {
+//
+// When raw is not nil, w.Events is only sized and pair fills each event
+// from raw's records first (cycles unwrapped forward from startClock): one
+// pass over the warp instead of two.
+func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 	ev := w.Events
 	if len(ev) == 0 {
 		return
@@ -53,8 +58,14 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit) {
 	// with a smaller depth than the previous range breaks the sort.
 	sorted := true
 	prevStart, prevDepth := int64(math.MinInt64), int32(0)
+	c := startClock
 	for i := range ev {
 		e := &ev[i]
+		if raw != nil {
+			r := Record(binary.LittleEndian.Uint64(raw[i*RecordSize:]))
+			c += uint64(uint32(r) - uint32(c))
+			e.kind, e.name, e.payload, e.cycles, e.time = r.Kind(), r.Name(), r.Payload(), c, fit.Ns(c)
+		}
 		switch e.kind {
 		case KindPush:
 			if nk[e.name] != nkRange {
