@@ -1,0 +1,58 @@
+package iket
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+// WriteCapture writes a capture file at path: meta (its Launches replaced by
+// the launches' metadata, in order) and each launch's warp buffers, through
+// trace.WriteCapture. It writes a temporary file in the same directory and
+// renames it, so path never holds a half-written capture.
+func WriteCapture(path string, meta trace.Meta, launches ...*TraceResult) error {
+	if len(launches) == 0 {
+		return fmt.Errorf("write capture %s: no launches", path)
+	}
+	meta.Launches = make([]trace.LaunchMeta, len(launches))
+	bufs := make([]io.Reader, len(launches))
+	for i, l := range launches {
+		if l == nil {
+			return fmt.Errorf("write capture %s: launch %d is nil", path, i)
+		}
+		meta.Launches[i] = l.Meta
+		if want := l.Meta.Size(); int64(len(l.Buffers)) != want {
+			return fmt.Errorf("write capture %s: launch %d (%s) has %d bytes of buffers, its metadata says %d", path, i, l.Meta.Kernel, len(l.Buffers), want)
+		}
+		bufs[i] = bytes.NewReader(l.Buffers)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write capture %s: %w", path, err)
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write capture %s: %w", path, err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if err := trace.WriteCapture(f, &meta, bufs); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write capture %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write capture %s: %w", path, err)
+	}
+	return nil
+}

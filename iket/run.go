@@ -1,0 +1,146 @@
+package iket
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+// RunOptions configure [Run].
+type RunOptions struct {
+	Arch   string        // default [DefaultArch]
+	Config *LaunchConfig // nil: the program's configuration for the device
+	Trace  TraceOptions
+	Timing TimingOptions
+	// SkipTiming skips the latency comparison.
+	SkipTiming bool
+}
+
+// RunResult is everything [Run] measured: what the CLI writes to trace.iket
+// and latency.json.
+type RunResult struct {
+	Program string
+	Config  LaunchConfig
+	// Device describes the GPU, with conditions read before compiling and
+	// after timing (nil when NVML is unavailable).
+	Device  trace.Device
+	Launch  *TraceResult   // the traced launch; Launch.Meta.Latency = Latency
+	Latency *trace.Latency // nil with SkipTiming
+	// CompileLog holds NVRTC's warnings for the two builds, if any.
+	CompileLog string
+}
+
+// Meta returns the capture metadata for the run (without launches, which
+// [WriteCapture] fills in).
+func (r *RunResult) Meta(tool string) trace.Meta {
+	host, _ := os.Hostname()
+	dev := r.Device
+	return trace.Meta{Version: trace.FormatVersion, Tool: tool, Created: time.Now().UTC(), Host: host, Device: &dev}
+}
+
+// Run runs a built-in program end to end on d: compile both builds, check
+// that each computes the exact output (outputs poisoned before each run),
+// trace one instrumented launch (and check its output too), time both builds
+// interleaved, and read the device's conditions before and after. ctx is
+// checked between steps. Errors keep their types ([*KernelError],
+// [*HangError], [*ConfigError]) for errors.As.
+func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunResult, error) {
+	res := &RunResult{Program: prog.Name, Device: d.info}
+	res.Device.Before = d.Conditions()
+	cfg := prog.Config(d)
+	if opt.Config != nil {
+		cfg = *opt.Config
+	}
+	cfg.Kernel = prog.Entry
+	res.Config = cfg
+	step := func(what string, err error) error {
+		return fmt.Errorf("run %s: %s: %w", prog.Name, what, err)
+	}
+	if err := cfg.Validate(d.Limits()); err != nil {
+		return nil, step("configure", err)
+	}
+	src, err := prog.Source()
+	if err != nil {
+		return nil, step("load source", err)
+	}
+	base, err := d.Compile(src, false, opt.Arch)
+	if err != nil {
+		return nil, step("build uninstrumented", err)
+	}
+	defer base.Close()
+	if err := ctx.Err(); err != nil {
+		return nil, step("build", err)
+	}
+	inst, err := d.Compile(src, true, opt.Arch)
+	if err != nil {
+		return nil, step("build instrumented", err)
+	}
+	defer inst.Close()
+	res.CompileLog = joinLogs(base.Log(), inst.Log())
+
+	w, err := prog.Setup(d, cfg)
+	if err != nil {
+		return nil, step("set up", err)
+	}
+	defer w.Close()
+	timeout := opt.Trace.Timeout
+	for _, m := range []*Module{base, inst} {
+		if err := ctx.Err(); err != nil {
+			return nil, step("check", err)
+		}
+		which := "uninstrumented"
+		if m.Instrumented() {
+			which = "instrumented"
+		}
+		if err := prog.Check(m, cfg, w, timeout); err != nil {
+			return nil, step("check "+which+" build", err)
+		}
+	}
+
+	if err := ctx.Err(); err != nil {
+		return nil, step("trace", err)
+	}
+	if err := w.Poison(); err != nil {
+		return nil, step("trace", err)
+	}
+	tr, err := inst.Trace(cfg, w.Args, opt.Trace)
+	if err != nil {
+		return nil, step("trace", err)
+	}
+	if err := w.Verify(); err != nil {
+		return nil, step("check the traced launch's output", err)
+	}
+	res.Launch = tr
+
+	if !opt.SkipTiming {
+		if err := ctx.Err(); err != nil {
+			return nil, step("time", err)
+		}
+		t := opt.Timing
+		if t.Capacity == 0 && t.Mode == "" {
+			t.Capacity, t.Mode = tr.Meta.Capacity, tr.Meta.Mode
+		}
+		lat, err := Time(base, inst, cfg, w.Args, t)
+		if err != nil {
+			return nil, step("time", err)
+		}
+		res.Latency = lat
+		tr.Meta.Latency = lat
+	}
+	res.Device.After = d.Conditions()
+	return res, nil
+}
+
+func joinLogs(logs ...string) string {
+	var out []string
+	for _, l := range logs {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

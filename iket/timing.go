@@ -1,0 +1,331 @@
+package iket
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/iket-trace/iket/iket/internal/cuda"
+	"github.com/iket-trace/iket/trace"
+)
+
+// Defaults of [TimingOptions].
+const (
+	DefaultRounds           = 5
+	DefaultCallsPerRound    = 20
+	DefaultMaxWarmupBatches = 20
+	DefaultFlushBytes       = 256 << 20
+	DefaultTimingTimeout    = 60 * time.Second
+	// warmupTolerance: warm-up ends when two consecutive batch means of each
+	// build differ by less than this fraction.
+	warmupTolerance = 0.02
+)
+
+// TimingOptions configure [Time].
+type TimingOptions struct {
+	// Warmup is the number of untimed calls of each build before measuring.
+	// 0 warms up until stable: batches of CallsPerRound calls per build
+	// until two consecutive batch means of each build differ by less than
+	// 2%, at most MaxWarmupBatches batches. Negative: no warm-up.
+	Warmup           int
+	MaxWarmupBatches int // default 20
+	Rounds           int // default 5
+	CallsPerRound    int // default 20
+	// SkipL2Flush turns off the L2 flush: by default a FlushBytes buffer is
+	// written with cuMemsetD8Async before each timed call, outside its
+	// events, so every call starts with a cold L2.
+	SkipL2Flush bool
+	FlushBytes  int64 // default 256 MiB
+	// Capacity and Mode size the instrumented build's warp buffers, which it
+	// writes during timing as it would when traced (defaults as TraceOptions).
+	Capacity uint32
+	Mode     trace.Mode
+	Timeout  time.Duration // per batch of calls; default 60 s
+}
+
+func (o *TimingOptions) defaults() error {
+	if o.Rounds <= 0 {
+		o.Rounds = DefaultRounds
+	}
+	if o.CallsPerRound <= 0 {
+		o.CallsPerRound = DefaultCallsPerRound
+	}
+	if o.MaxWarmupBatches <= 0 {
+		o.MaxWarmupBatches = DefaultMaxWarmupBatches
+	}
+	if o.FlushBytes <= 0 {
+		o.FlushBytes = DefaultFlushBytes
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimingTimeout
+	}
+	t := TraceOptions{Capacity: o.Capacity, Mode: o.Mode}
+	if err := t.defaults(); err != nil {
+		return err
+	}
+	o.Capacity, o.Mode = t.Capacity, t.Mode
+	return nil
+}
+
+// Boundary texts recorded in trace.TimingSettings.
+const (
+	boundaryFlushed   = "one kernel launch on one stream, L2 flushed before each call, events around the launch only"
+	boundaryUnflushed = "one kernel launch on one stream, L2 not flushed, events around the launch only"
+)
+
+// timer runs batches of timed calls of one build (d.mu held).
+type timer struct {
+	d      *Device
+	events []cuda.Event
+	flush  cuda.DevicePtr
+	nflush uint64
+	opt    *TimingOptions
+	cfg    LaunchConfig
+}
+
+// batch queues n calls (n <= len(events)/2), each: L2 flush, start event,
+// launch, end event; waits for the last; returns each call's µs.
+func (t *timer) batch(p *prepared, n int) ([]float64, error) {
+	c, d := t.d.ctx, t.d
+	for i := 0; i < n; i++ {
+		if t.nflush > 0 {
+			if err := c.MemsetAsync(t.flush, byte(i+1), t.nflush, d.stream); err != nil {
+				return nil, fmt.Errorf("time %s: flush L2: %w", t.cfg.Kernel, err)
+			}
+		}
+		if err := c.Record(t.events[2*i], d.stream); err != nil {
+			return nil, fmt.Errorf("time %s: %w", t.cfg.Kernel, err)
+		}
+		if err := c.Launch(p.fn, p.dims, d.stream, p.blob, p.offs); err != nil {
+			if sticky(err) {
+				d.broken = err
+			}
+			return nil, &KernelError{Kernel: t.cfg.Kernel, Config: t.cfg, Code: codeOf(err), Err: err}
+		}
+		if err := c.Record(t.events[2*i+1], d.stream); err != nil {
+			return nil, fmt.Errorf("time %s: %w", t.cfg.Kernel, err)
+		}
+	}
+	last := t.events[2*n-1]
+	done, err := d.poll(last, t.opt.Timeout)
+	if !done {
+		// The events stay with the hung kernel; usable() destroys the last
+		// one when it ends, the rest are parked by the caller's releases.
+		ev, err := c.NewEvent(false)
+		if err == nil && c.Record(ev, d.stream) == nil {
+			d.hung = &hangState{kernel: t.cfg.Kernel, since: time.Now(), done: ev}
+		} else {
+			d.hung = &hangState{kernel: t.cfg.Kernel, since: time.Now(), done: last}
+		}
+		return nil, &HangError{Kernel: t.cfg.Kernel, Config: t.cfg, Timeout: t.opt.Timeout}
+	}
+	if err != nil {
+		if sticky(err) {
+			d.broken = err
+		}
+		return nil, &KernelError{Kernel: t.cfg.Kernel, Config: t.cfg, Code: codeOf(err), Err: err}
+	}
+	us := make([]float64, n)
+	for i := range us {
+		ms, err := c.Elapsed(t.events[2*i], t.events[2*i+1])
+		if err != nil {
+			return nil, fmt.Errorf("time %s: call %d: %w", t.cfg.Kernel, i, err)
+		}
+		us[i] = float64(ms) * 1000
+	}
+	return us, nil
+}
+
+// Time measures the kernel in both builds with CUDA events around each
+// launch: after warm-up, Rounds rounds, each running CallsPerRound calls of
+// one build then of the other, alternating which goes first. Each round's
+// sample is the mean of its calls; the result keeps every round's sample and
+// their median, min and max, and Ratio = instrumented median / uninstrumented
+// median. The instrumented build writes real warp buffers (Capacity, Mode).
+// base must be uninstrumented and inst instrumented, on the same device.
+// Time blocks for the whole measurement.
+func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (*trace.Latency, error) {
+	if base == nil || inst == nil {
+		return nil, fmt.Errorf("time %s: need both builds", cfg.Kernel)
+	}
+	if base.d != inst.d {
+		return nil, fmt.Errorf("time %s: the two builds are on different devices", cfg.Kernel)
+	}
+	if base.instrumented {
+		return nil, fmt.Errorf("time %s: the baseline module %s is instrumented", cfg.Kernel, base.src.Path)
+	}
+	if !inst.instrumented {
+		return nil, fmt.Errorf("time %s: the instrumented module %s records no events", cfg.Kernel, inst.src.Path)
+	}
+	if err := opt.defaults(); err != nil {
+		return nil, err
+	}
+	d := inst.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	pb, err := base.prepare(cfg, args)
+	if err != nil {
+		return nil, err
+	}
+	pi, err := inst.prepare(cfg, args)
+	if err != nil {
+		return nil, err
+	}
+	c := d.ctx
+	var held []*resource
+	defer func() {
+		if d.broken == nil && d.hung == nil {
+			_ = inst.setState(0, 0, trace.StopMask, 1)
+		}
+		for _, r := range held {
+			d.release(r)
+		}
+	}()
+
+	t := &timer{d: d, opt: &opt, cfg: cfg}
+	if !opt.SkipL2Flush {
+		t.nflush = uint64(opt.FlushBytes)
+		t.flush, err = c.Alloc(t.nflush)
+		if err != nil {
+			return nil, fmt.Errorf("time %s: allocate the L2 flush buffer: %w", cfg.Kernel, err)
+		}
+		fp := t.flush
+		held = append(held, d.track("L2 flush buffer", func() error { return c.Free(fp) }))
+	}
+	to := TraceOptions{Capacity: opt.Capacity, Mode: opt.Mode}
+	_ = to.defaults()
+	meta := inst.launchMeta(cfg, to)
+	size := uint64(meta.Size())
+	bufs, err := c.Alloc(size)
+	if err != nil {
+		return nil, fmt.Errorf("time %s: allocate %d bytes of warp buffers: %w", cfg.Kernel, size, err)
+	}
+	held = append(held, d.track("warp buffers", func() error { return c.Free(bufs) }))
+	if err := c.Memset(bufs, 0, size); err != nil {
+		return nil, fmt.Errorf("time %s: zero warp buffers: %w", cfg.Kernel, err)
+	}
+	if err := inst.setState(uint64(bufs), to.Capacity, to.wrapMask(), meta.WarpsPerCTA); err != nil {
+		return nil, fmt.Errorf("time %s: %w", cfg.Kernel, err)
+	}
+	for i := 0; i < 2*opt.CallsPerRound; i++ {
+		e, err := c.NewEvent(true)
+		if err != nil {
+			return nil, fmt.Errorf("time %s: %w", cfg.Kernel, err)
+		}
+		t.events = append(t.events, e)
+		held = append(held, d.track("event", func() error { return c.DestroyEvent(e) }))
+	}
+
+	settings := trace.TimingSettings{
+		Rounds:        opt.Rounds,
+		CallsPerRound: opt.CallsPerRound,
+		FlushL2:       !opt.SkipL2Flush,
+		Interleaved:   true,
+		Boundary:      boundaryUnflushed,
+	}
+	if !opt.SkipL2Flush {
+		settings.FlushBytes = opt.FlushBytes
+		settings.Boundary = boundaryFlushed
+	}
+
+	// Warm-up.
+	switch {
+	case opt.Warmup > 0:
+		for left := opt.Warmup; left > 0; left -= opt.CallsPerRound {
+			n := min(left, opt.CallsPerRound)
+			for _, p := range []*prepared{pb, pi} {
+				if _, err := t.batch(p, n); err != nil {
+					return nil, err
+				}
+			}
+		}
+		settings.Warmup = opt.Warmup
+	case opt.Warmup == 0:
+		var prev [2]float64
+		for b := 1; b <= opt.MaxWarmupBatches; b++ {
+			var cur [2]float64
+			for j, p := range []*prepared{pb, pi} {
+				us, err := t.batch(p, opt.CallsPerRound)
+				if err != nil {
+					return nil, err
+				}
+				cur[j] = mean(us)
+			}
+			settings.Warmup += opt.CallsPerRound
+			if b > 1 && within(prev[0], cur[0], warmupTolerance) && within(prev[1], cur[1], warmupTolerance) {
+				settings.WarmupStableAt = b
+				break
+			}
+			prev = cur
+		}
+	}
+
+	var rb, ri []float64
+	for r := 0; r < opt.Rounds; r++ {
+		order := []int{0, 1}
+		if r%2 == 1 {
+			order = []int{1, 0}
+		}
+		for _, which := range order {
+			p := pb
+			if which == 1 {
+				p = pi
+			}
+			us, err := t.batch(p, opt.CallsPerRound)
+			if err != nil {
+				return nil, err
+			}
+			if which == 0 {
+				rb = append(rb, mean(us))
+			} else {
+				ri = append(ri, mean(us))
+			}
+		}
+	}
+	lat := &trace.Latency{
+		Uninstrumented: samples(rb),
+		Instrumented:   samples(ri),
+		Settings:       settings,
+	}
+	if lat.Uninstrumented.MedianUS > 0 {
+		lat.Ratio = lat.Instrumented.MedianUS / lat.Uninstrumented.MedianUS
+	}
+	return lat, nil
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// within reports whether a and b differ by less than tol of the larger.
+func within(a, b, tol float64) bool {
+	m := math.Max(math.Abs(a), math.Abs(b))
+	return m == 0 || math.Abs(a-b) < tol*m
+}
+
+// samples summarises per-round times: median (mean of the middle two for an
+// even count), min and max; it keeps the rounds in order.
+func samples(rounds []float64) trace.Samples {
+	s := trace.Samples{RoundsUS: append([]float64(nil), rounds...)}
+	if len(rounds) == 0 {
+		return s
+	}
+	sorted := slices.Clone(rounds)
+	slices.Sort(sorted)
+	n := len(sorted)
+	s.MinUS, s.MaxUS = sorted[0], sorted[n-1]
+	if n%2 == 1 {
+		s.MedianUS = sorted[n/2]
+	} else {
+		s.MedianUS = (sorted[n/2-1] + sorted[n/2]) / 2
+	}
+	return s
+}
