@@ -98,6 +98,49 @@ static void eventcost_step(const Options& o, Device& dev, Timer& tm) {
              ",\"cycles_per_warp_on\":" + std::to_string(on_c) +
              ",\"cycles_per_event\":" + std::to_string(per) + "}");
   }
+  // Stop mode past capacity: 101 events into 16 slots per warp must keep the
+  // first 16, count all 101, and write nothing outside the warp's slot (the
+  // neighbouring headers stay intact).
+  {
+    const uint32_t cap = 16;
+    const int iters = 100;
+    tr.alloc(4, 2, cap);
+    ev_run(f_on, 2, 64, iters, tm, "ev_loop overflow");
+    std::vector<unsigned char> h = tr.copy();
+    int bad = 0;
+    for (uint64_t w = 0; w < tr.warps; ++w) {
+      const unsigned char* p = h.data() + w * stride_of(cap);
+      uint32_t magic, count, flags;
+      memcpy(&magic, p, 4);
+      memcpy(&count, p + 56, 4);
+      memcpy(&flags, p + 60, 4);
+      if (magic != 0x57454b49u || flags != 3 || count != (uint32_t)iters + 1) {
+        if (bad++ < 3)
+          fail("eventcost overflow: warp slot %llu: magic 0x%08x flags %u count %u, "
+               "want 0x57454b49, 3, %d",
+               (unsigned long long)w, magic, flags, count, iters + 1);
+        continue;
+      }
+      for (uint32_t i = 0; i < cap; ++i) {
+        uint64_t rec;
+        memcpy(&rec, p + 64 + 8 * i, 8);
+        const uint32_t kind = (uint32_t)(rec >> 61), payload = (uint32_t)(rec >> 32) & 0xffff;
+        const uint32_t want_kind = i == 0 ? 6u : 1u, want_payload = i == 0 ? 0u : i - 1;
+        if (kind != want_kind || payload != want_payload) {
+          if (bad++ < 3)
+            fail("eventcost overflow: warp slot %llu record %u: kind %u payload %u, want "
+                 "kind %u payload %u",
+                 (unsigned long long)w, i, kind, payload, want_kind, want_payload);
+          break;
+        }
+      }
+    }
+    char b[256];
+    snprintf(b, sizeof b,
+             "stop mode past capacity (%d events, capacity %u): %s\n", iters + 1, cap,
+             bad ? "WRONG" : "first 16 kept, all counted, neighbours intact");
+    summary += b;
+  }
   tr.release();
   printf("\n%s", summary.c_str());
   const std::string p = o.out + "/eventcost.txt";
