@@ -99,6 +99,20 @@ func TestChromium(t *testing.T) {
 		t.Errorf("legend has %d entries, want the 4 range names and 3 symbols", n)
 	}
 
+	// A fragment selects SMs, CTAs and the time shown: SM 1 within CTAs 1-2
+	// is CTA 1, 4 warps.
+	dom = headless(t, bin, file+"#sm=1-1&cta=1-2&t=1000-3000", "--dump-dom")
+	if !regexp.MustCompile(`<body[^>]* data-rendered="4 warps"`).Match(dom) {
+		t.Errorf("with #sm=1-1&cta=1-2 the DOM lacks data-rendered=\"4 warps\":\n%.300s", regexp.MustCompile(`<body[^>]*>`).Find(dom))
+	}
+	if !regexp.MustCompile(`<body[^>]* data-view="1000-3000"`).Match(dom) {
+		t.Errorf("with #t=1000-3000 the DOM lacks data-view=\"1000-3000\": %s", regexp.MustCompile(`<body[^>]*>`).Find(dom))
+	}
+	want = "4 warps shown (48 ranges, 4 marks) of 16 embedded"
+	if !bytes.Contains(dom, []byte(want)) {
+		t.Errorf("filtered summary = %q, want %q", regexp.MustCompile(`<span id="summary"[^>]*>[^<]*`).Find(dom), want)
+	}
+
 	headless(t, bin, file, "--screenshot="+shot, "--window-size=1400,900")
 	f, err := os.Open(shot)
 	if err != nil {

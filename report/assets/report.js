@@ -75,9 +75,23 @@
   var tl = document.getElementById('timeline'), st = document.getElementById('activity');
   var tip = document.getElementById('tooltip');
   var view = { a: 0, b: Math.max(1, data.end), y: 0 };
+  // fit shows [a, b] with a margin; resetView fits the warps shown (the
+  // whole launch when they are all of it).
+  function fit(a, b) {
+    var span = Math.max(1, b - a);
+    view.a = a - span * 0.01; view.b = b + span * 0.01; view.y = 0;
+  }
   function resetView() {
-    var span = Math.max(1, data.end);
-    view.a = -span * 0.01; view.b = span * 1.01; view.y = 0;
+    var a = Infinity, b = -Infinity;
+    rows.forEach(function (row) {
+      var w = row.w, i;
+      if (!w) return;
+      if (w.started) { a = Math.min(a, w.first); b = Math.max(b, w.last); }
+      for (i = 0; i < w.r.length; i += RF) { a = Math.min(a, w.r[i + 2]); b = Math.max(b, w.r[i + 3]); }
+      for (i = 0; i < w.m.length; i += MF) { a = Math.min(a, w.m[i + 2]); b = Math.max(b, w.m[i + 2]); }
+    });
+    if (a > b) { a = 0; b = data.end; }
+    fit(a, b);
   }
   function plotW() { return Math.max(50, tl.clientWidth - GUTTER - 10); }
   function xOf(t) { return GUTTER + (t - view.a) / (view.b - view.a) * plotW(); }
@@ -129,6 +143,7 @@
 
   function draw() {
     clampY();
+    document.body.setAttribute('data-view', Math.round(view.a) + '-' + Math.round(view.b));
     var H = viewH(), W = tl.clientWidth, g = sizeCanvas(tl, H);
     g.clearRect(0, 0, W, H);
     g.save(); g.beginPath(); g.rect(GUTTER, 0, W - GUTTER, H); g.clip();
@@ -298,11 +313,11 @@
   });
   tl.addEventListener('mouseleave', hideTip);
   document.getElementById('reset').addEventListener('click', function () { resetView(); redraw(); });
-  document.getElementById('apply').addEventListener('click', function () { layout(); view.y = 0; redraw(); summarize(); });
+  document.getElementById('whole').addEventListener('click', function () { fit(0, data.end); redraw(); });
+  function apply() { layout(); resetView(); redraw(); summarize(); }
+  document.getElementById('apply').addEventListener('click', apply);
   ['sm-from', 'sm-to', 'cta-from', 'cta-to'].forEach(function (id) {
-    document.getElementById(id).addEventListener('keydown', function (e) {
-      if (e.key === 'Enter') { layout(); view.y = 0; redraw(); summarize(); }
-    });
+    document.getElementById(id).addEventListener('keydown', function (e) { if (e.key === 'Enter') apply(); });
   });
   window.addEventListener('resize', redraw);
 
@@ -389,8 +404,23 @@
     document.body.setAttribute('data-rendered', shown + ' warps');
   }
 
+  // The URL's fragment selects on load: #sm=2-5&cta=0-15&t=1000-50000
+  // (t in ns from time 0), so a view can be linked.
+  function fromHash() {
+    var t = null;
+    (location.hash || '').replace(/^#/, '').split('&').forEach(function (kv) {
+      var m = /^(sm|cta|t)=(-?\d+)-(-?\d+)$/.exec(kv);
+      if (!m) return;
+      if (m[1] === 't') { t = [+m[2], +m[3]]; return; }
+      document.getElementById(m[1] + '-from').value = m[2];
+      document.getElementById(m[1] + '-to').value = m[3];
+    });
+    return t;
+  }
+  var t0 = fromHash();
   layout();
   resetView();
+  if (t0 && t0[1] > t0[0]) { view.a = t0[0]; view.b = t0[1]; }
   draw();
   summarize();
 })();
