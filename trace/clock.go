@@ -37,19 +37,15 @@ type ClockFit struct {
 	Fallback string
 }
 
-// Ns converts an unwrapped cycle count of the SM to globaltimer ns.
+// Ns converts an unwrapped cycle count of the SM to globaltimer ns, rounded
+// to the nearest ns.
+//
+// The rounding adds 2^40 + 0.5 and truncates, which is a floor (so a round)
+// without a branch for times within 2^40 ns (18 minutes) of RefNs; values
+// within 2^-12 ns of a tie may round either way. Non-finite fits give an
+// unspecified value, never a panic.
 func (f *ClockFit) Ns(cycles uint64) int64 {
-	return f.RefNs + floor(f.OffsetNs+f.NsPerCycle*float64(int64(cycles-f.RefCycles))+0.5)
-}
-
-// floor is math.Floor to int64 for |v| < 2^63, without the call math.Floor
-// costs on amd64 v1 (NaN gives an unspecified value, never a panic).
-func floor(v float64) int64 {
-	t := int64(v)
-	if float64(t) > v {
-		t--
-	}
-	return t
+	return f.RefNs - 1<<40 + int64(f.OffsetNs+(0x1p40+0.5)+f.NsPerCycle*float64(int64(cycles-f.RefCycles)))
 }
 
 // Cycles is the inverse of [ClockFit.Ns], rounded to the nearest cycle.

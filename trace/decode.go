@@ -508,6 +508,13 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 			k++
 		}
 		if k > 0 {
+			// The role usually comes first: keep the last one set in the
+			// trimmed prefix.
+			for j := range k {
+				if ev[j].kind == KindRole && d.nk[ev[j].name] == nkRole {
+					w.Role = ev[j].name
+				}
+			}
 			w.Trimmed = k
 			w.Events = ev[:copy(ev, ev[k:])]
 		}

@@ -31,7 +31,7 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 	if truncOK {
 		t0, t0c = ev[0].time, ev[0].cycles
 		if w.Trimmed > 0 {
-			t0, t0c = d.window.Start, fit.Cycles(d.window.Start)
+			t0, t0c = d.window.Start, firstCycleAt(fit, d.window.Start)
 		}
 		bal := int32(0)
 		for i := range ev {
@@ -234,6 +234,18 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 		d.assignLanes(w.Ranges)
 	}
 	// Violations in event order (end-of-warp ones last) are already so.
+}
+
+// firstCycleAt returns the first cycle the fit maps to ns or later.
+func firstCycleAt(f *ClockFit, ns int64) uint64 {
+	c := f.Cycles(ns)
+	for i := 0; i < 4 && f.Ns(c) < ns; i++ {
+		c++
+	}
+	for i := 0; i < 4 && f.Ns(c-1) >= ns; i++ {
+		c--
+	}
+	return c
 }
 
 // linearOpen is how many open starts a warp may have before END lookups
