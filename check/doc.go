@@ -1,0 +1,23 @@
+// Package check evaluates pass/fail rules over one analysed launch, for CI:
+// "iket check CAPTURE" fails when the pipeline stops overlapping, a range
+// gets slower, events are dropped, ranges do not pair, or the instrumented
+// build got slower than allowed.
+//
+// A rule is one expression, parsed by [ParseExpr] or loaded from YAML by
+// [LoadRules]:
+//
+//	strict                                      no pairing violations
+//	no_drops                                    no event dropped
+//	overlap(producer_load, consumer_compute) >= 0.6
+//	overlap_min_cta(producer_load, consumer_compute) >= 0.5
+//	p99(consumer_compute) <= 2us                p50 p90 p99 mean min max; ns us ms s
+//	p99(consumer_compute, role=consumer) <= 2us
+//	count(consumer_compute, role=consumer) == 8 every warp of the role
+//	count(consumer_compute) >= 64               all ranges of the launch
+//	before(producer_load, consumer_compute)     payload-matched order
+//	latency_ratio <= 1.05                       instrumented / uninstrumented
+//
+// [Evaluate] turns rules and an [Input] (the launch's [trace.Analyzer] and
+// decoder summary) into [Result] values; [WriteTable], [WriteJSON] and
+// [WriteJUnit] report them. docs/CI.md defines every rule precisely.
+package check

@@ -1,0 +1,314 @@
+package check
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+// Input is what rules are evaluated against: one launch, decoded once with
+// every warp added to Analyzer (in slot order). A CLI fills it from one
+// [trace.Decoder] pass.
+type Input struct {
+	Meta     *trace.LaunchMeta
+	Analyzer *trace.Analyzer
+	// Summary is the decoder's summary of the pass ([trace.Decoder.Summary]);
+	// strict counts its violations.
+	Summary trace.Summary
+	// Violations are the first violations of the pass (any number; they
+	// only name the first problem in messages).
+	Violations []trace.Violation
+}
+
+// Result is the outcome of one rule.
+type Result struct {
+	Rule Rule `json:"rule"`
+	Pass bool `json:"pass"`
+	// Value is what was measured: a ratio, a duration in ns, a count, or the
+	// number of violations for strict, no_drops and before; Bound what it was
+	// compared with.
+	Value float64 `json:"value"`
+	Bound float64 `json:"bound"`
+	// Worst locates the worst offender (a CTA, a warp, a range), "" when
+	// there is none.
+	Worst   string `json:"worst,omitempty"`
+	Message string `json:"message"`
+}
+
+// Evaluate evaluates every rule and returns one Result per rule, in order.
+// A rule that cannot be evaluated (an unknown range or role, a range that
+// never ran, no latency measurement, a missing analyzer) fails with a
+// message saying why.
+func Evaluate(rules []Rule, in Input) []Result {
+	out := make([]Result, 0, len(rules))
+	for _, r := range rules {
+		res := Result{Rule: r, Bound: r.Bound}
+		eval(&res, in)
+		if math.IsNaN(res.Value) || math.IsInf(res.Value, 0) {
+			res.Value = 0
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// compare sets Pass from Value Op Bound.
+func (res *Result) compare() { res.Pass = res.Rule.Op.Holds(res.Value, res.Bound) }
+
+func (res *Result) fail(format string, a ...any) {
+	res.Pass = false
+	res.Message = fmt.Sprintf(format, a...)
+}
+
+func eval(res *Result, in Input) {
+	r := &res.Rule
+	if in.Analyzer == nil && r.Kind != KindStrict && r.Kind != KindLatencyRatio {
+		res.fail("no analysis to check %s against", r.Func)
+		return
+	}
+	switch r.Kind {
+	case KindStrict:
+		evalStrict(res, in)
+	case KindNoDrops:
+		evalNoDrops(res, in)
+	case KindOverlap, KindOverlapMinCTA:
+		evalOverlap(res, in)
+	case KindDuration:
+		evalDuration(res, in)
+	case KindCount:
+		evalCount(res, in)
+	case KindBefore:
+		evalBefore(res, in)
+	case KindLatencyRatio:
+		evalLatency(res, in)
+	default:
+		res.fail("unknown rule kind %v", r.Kind)
+	}
+}
+
+// evalStrict: every violation but drops, plus corrupt warp slots.
+func evalStrict(res *Result, in Input) {
+	s := in.Summary
+	var kinds []string
+	n := 0
+	for k, c := range s.Violations {
+		if k != trace.DroppedEvents && c > 0 {
+			n += c
+			kinds = append(kinds, fmt.Sprintf("%d %s", c, k))
+		}
+	}
+	if n == 0 { // a summary-less input: count the listed violations
+		byKind := map[trace.ViolationKind]int{}
+		for _, v := range in.Violations {
+			if v.Kind != trace.DroppedEvents {
+				n++
+				byKind[v.Kind]++
+			}
+		}
+		for k, c := range byKind {
+			kinds = append(kinds, fmt.Sprintf("%d %s", c, k))
+		}
+	}
+	slices.Sort(kinds)
+	res.Value = float64(n + s.WarpErrors)
+	res.Pass = res.Value == 0
+	for _, v := range in.Violations {
+		if v.Kind != trace.DroppedEvents {
+			res.Worst = v.Error()
+			break
+		}
+	}
+	switch {
+	case res.Pass:
+		res.Message = fmt.Sprintf("no pairing violations in %d warps", s.Warps)
+	case s.WarpErrors > 0 && n == 0:
+		res.Message = fmt.Sprintf("%d corrupt warp slots", s.WarpErrors)
+	case s.WarpErrors > 0:
+		res.Message = fmt.Sprintf("%d violations (%s) and %d corrupt warp slots", n, strings.Join(kinds, ", "), s.WarpErrors)
+	default:
+		res.Message = fmt.Sprintf("%d violations (%s)", n, strings.Join(kinds, ", "))
+	}
+}
+
+func evalNoDrops(res *Result, in Input) {
+	d := in.Analyzer.Drops()
+	res.Value = float64(max(d.Total, in.Summary.Dropped))
+	res.Pass = res.Value == 0
+	if w, ok := d.Worst(); ok {
+		res.Worst = fmt.Sprintf("%s dropped %d of %d events", w.WarpRef, w.Dropped, w.Count)
+	}
+	if res.Pass {
+		res.Message = fmt.Sprintf("no events dropped (%d recorded)", d.Attempted)
+		return
+	}
+	res.Message = fmt.Sprintf("%d of %d events dropped in %d warps (capacity %d, %s mode)",
+		uint64(res.Value), d.Attempted, len(d.Warps), metaCapacity(in), metaMode(in))
+}
+
+func metaCapacity(in Input) uint32 {
+	if in.Meta == nil {
+		return 0
+	}
+	return in.Meta.Capacity
+}
+
+func metaMode(in Input) trace.Mode {
+	if in.Meta == nil {
+		return "unknown"
+	}
+	return in.Meta.Mode
+}
+
+func ctaString(c trace.CTAOverlap) string {
+	return fmt.Sprintf("cta %d,%d,%d: %.3f (%d of %d ns)", c.CTA[0], c.CTA[1], c.CTA[2], c.Share, c.OverlappedNs, c.ActiveNs)
+}
+
+func evalOverlap(res *Result, in Input) {
+	r := &res.Rule
+	o, err := in.Analyzer.Overlap(r.Args[0], r.Args[1])
+	if err != nil {
+		res.fail("%v", err)
+		return
+	}
+	if o.ActiveNs == 0 {
+		res.fail("range %s never ran (no time to measure overlap over)", r.Args[0])
+		return
+	}
+	res.Worst = ctaString(o.Worst)
+	if r.Kind == KindOverlap {
+		res.Value = o.Overall
+		res.compare()
+		res.Message = fmt.Sprintf("%s is active on another warp during %.1f%% of %s's time (%d of %d ns over %d CTAs)",
+			r.Args[1], 100*o.Overall, r.Args[0], o.OverlappedNs, o.ActiveNs, len(o.CTAs))
+		return
+	}
+	res.Value = o.MinCTA
+	res.compare()
+	below := 0
+	for _, c := range o.CTAs {
+		if !r.Op.Holds(c.Share, r.Bound) {
+			below++
+		}
+	}
+	res.Message = fmt.Sprintf("lowest CTA overlap %.3f (overall %.3f); %d of %d CTAs break the bound", o.MinCTA, o.Overall, below, len(o.CTAs))
+}
+
+func evalDuration(res *Result, in Input) {
+	r := &res.Rule
+	s, err := in.Analyzer.RangeStat(r.Role, r.Args[0])
+	if err != nil {
+		res.fail("%v", err)
+		return
+	}
+	who := ""
+	if r.Role != "" {
+		who = " on role " + r.Role
+	}
+	if s.Count == 0 {
+		res.fail("no %s ranges%s: nothing to measure", r.Args[0], who)
+		return
+	}
+	switch r.Func {
+	case "p50":
+		res.Value = s.P50Ns
+	case "p90":
+		res.Value = s.P90Ns
+	case "p99":
+		res.Value = s.P99Ns
+	case "mean":
+		res.Value = s.MeanNs
+	case "min":
+		res.Value = s.MinNs
+	case "max":
+		res.Value = s.MaxNs
+	}
+	res.compare()
+	res.Worst = fmt.Sprintf("longest %s on %s", FormatNs(s.MaxNs), s.LongestWarp)
+	approx := ""
+	if !s.Exact && r.Func[0] == 'p' {
+		approx = fmt.Sprintf(" (within %.1f%%)", 100*trace.SketchRelativeError)
+	}
+	res.Message = fmt.Sprintf("%s of %d %s ranges%s is %s%s", r.Func, s.Count, r.Args[0], who, FormatNs(res.Value), approx)
+}
+
+func evalCount(res *Result, in Input) {
+	r := &res.Rule
+	s, err := in.Analyzer.RangeStat(r.Role, r.Args[0])
+	if err != nil {
+		res.fail("%v", err)
+		return
+	}
+	if r.Role == "" {
+		res.Value = float64(s.Count)
+		res.compare()
+		res.Message = fmt.Sprintf("%d %s ranges in %d warps", s.Count, r.Args[0], s.Warps)
+		return
+	}
+	// Every warp of the role: the extreme that can break the bound.
+	lo, hi := float64(s.MinPerWarp), float64(s.MaxPerWarp)
+	res.Value, res.Worst = lo, fmt.Sprintf("%s ran %d", s.MinWarp, s.MinPerWarp)
+	switch r.Op {
+	case OpLE, OpLT:
+		res.Value, res.Worst = hi, fmt.Sprintf("%s ran %d", s.MaxWarp, s.MaxPerWarp)
+	case OpEQ:
+		if lo == r.Bound {
+			res.Value, res.Worst = hi, fmt.Sprintf("%s ran %d", s.MaxWarp, s.MaxPerWarp)
+		}
+	}
+	res.Pass = r.Op.Holds(lo, r.Bound) && r.Op.Holds(hi, r.Bound)
+	res.Message = fmt.Sprintf("the %d warps of role %s ran %d to %d %s ranges each", s.RoleWarps, r.Role, s.MinPerWarp, s.MaxPerWarp, r.Args[0])
+}
+
+func evalBefore(res *Result, in Input) {
+	r := &res.Rule
+	o, err := in.Analyzer.Order(r.Args[0], r.Args[1])
+	if err != nil {
+		res.fail("%v", err)
+		return
+	}
+	if o.Checked == 0 {
+		res.fail("range %s never ran: nothing to check", r.Args[1])
+		return
+	}
+	res.Value = float64(o.Violations)
+	res.Pass = o.Violations == 0
+	if o.Worst != nil {
+		res.Worst = o.Worst.String()
+	}
+	res.Message = fmt.Sprintf("%d of %d %s ranges started before their matching %s ended", o.Violations, o.Checked, r.Args[1], r.Args[0])
+}
+
+// ErrNoLatency is the reason a latency_ratio rule fails on a capture without
+// a latency measurement.
+var ErrNoLatency = errors.New("the capture has no latency measurement (iket run times the instrumented and uninstrumented builds and stores it)")
+
+func evalLatency(res *Result, in Input) {
+	if in.Meta == nil || in.Meta.Latency == nil {
+		res.fail("%v", ErrNoLatency)
+		return
+	}
+	l := in.Meta.Latency
+	res.Value = l.Ratio
+	res.compare()
+	res.Message = fmt.Sprintf("instrumented %.3f us / uninstrumented %.3f us (medians of %d rounds) = %.4f",
+		l.Instrumented.MedianUS, l.Uninstrumented.MedianUS, len(l.Uninstrumented.RoundsUS), l.Ratio)
+}
+
+// FormatNs prints a duration in ns with a readable unit: 950ns, 2.31us,
+// 1.50ms, 2.000s.
+func FormatNs(ns float64) string {
+	a := math.Abs(ns)
+	switch {
+	case a >= 1e9:
+		return fmt.Sprintf("%.3fs", ns/1e9)
+	case a >= 1e6:
+		return fmt.Sprintf("%.2fms", ns/1e6)
+	case a >= 1e3:
+		return fmt.Sprintf("%.2fus", ns/1e3)
+	}
+	return fmt.Sprintf("%gns", math.Round(ns*100)/100)
+}
