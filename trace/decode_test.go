@@ -386,3 +386,59 @@ func TestProducerConsumerOverlap(t *testing.T) {
 		}
 	}
 }
+
+// TestClockOutsideAnchors: a record whose clock unwraps past the end anchor
+// (forward) or before the start anchor (backward, wrap mode with drops) is a
+// bad-record violation naming the event.
+func TestClockOutsideAnchors(t *testing.T) {
+	tests := []struct {
+		name   string
+		mode   trace.Mode
+		n      int // marks, 10 cycles apart
+		rec    int // slot of the record to patch
+		clock  func(h trace.WarpHeader) uint32
+		index  int
+		prefix string
+	}{
+		{"forward past end", trace.ModeStop, 3, 2, func(h trace.WarpHeader) uint32 { return uint32(h.EndClock) + 1000 }, 2,
+			"launch 0 warp 0 (sm 0, cta 0,0,0, warp 0): event 2: clock 1000 cycles past the warp's end anchor"},
+		{"backward before start", trace.ModeWrap, 6, 2, func(h trace.WarpHeader) uint32 { return uint32(h.StartClock) - 1000 }, 0,
+			"launch 0 warp 0 (sm 0, cta 0,0,0, warp 0): event 0: clock "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, w := oneWarp("MARK m")
+			l.Capacity, l.Mode = 4, tt.mode
+			for i := 0; i < tt.n; i++ {
+				w.Mark("m", 0, 1e9+uint64(i)*10)
+			}
+			data, err := l.Capture()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := emu.Read(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := c.Launch(0).Meta
+			var h trace.WarpHeader
+			trace.DecodeWarpHeader(data[m.Offset:], &h)
+			off := m.Offset + trace.WarpHeaderSize + int64(tt.rec)*trace.RecordSize
+			v := tt.clock(h)
+			data[off], data[off+1], data[off+2], data[off+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+			if c, err = emu.Read(data); err != nil {
+				t.Fatal(err)
+			}
+			ws, _ := decodeAll(t, c, 0, trace.Options{})
+			var got []string
+			for _, v := range ws[0].Violations {
+				if v.Kind == trace.BadRecord && v.Index == tt.index {
+					got = append(got, v.Error())
+				}
+			}
+			if len(got) != 1 || !strings.HasPrefix(got[0], tt.prefix) {
+				t.Errorf("violations %v, want one starting %q", ws[0].Violations, tt.prefix)
+			}
+		})
+	}
+}
