@@ -1,6 +1,8 @@
 package perfetto
 
 import (
+	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -20,8 +22,16 @@ const roleShared = math.MaxUint16
 // summary.
 func (w *Writer) ctaCounters(ctaID uint64) {
 	c := &w.cta
-	c.trans = c.trans[:0]
 	c.drops = c.drops[:0]
+	c.keys = c.keys[:0] // the CTA's keys; n = index
+	c.packed = c.packed[:0]
+	var tmin int64 = math.MaxInt64
+	for i := range c.warps {
+		cw := &c.warps[i]
+		for j := cw.r0; j < cw.r1; j++ {
+			tmin = min(tmin, c.ranges[j].Start)
+		}
+	}
 	for i := range c.warps {
 		cw := &c.warps[i]
 		in := &cw.info
@@ -33,58 +43,81 @@ func (w *Writer) ctaCounters(ctaID uint64) {
 			}
 			c.drops = append(c.drops, delta{t: t, d: int64(in.dropped)})
 		}
-		c.deltas = c.deltas[:0]
+		// The warp's ranges are sorted by start: the union of each key's
+		// intervals comes out in one pass. c.open holds, per key index, the
+		// current union's end (or minInt64 when none is open).
+		c.open = c.open[:0]
 		for j := cw.r0; j < cw.r1; j++ {
 			r := &c.ranges[j]
-			key := uint32(in.role)<<16 | uint32(r.Name)
-			c.deltas = append(c.deltas, delta{t: r.Start, key: key, d: 1}, delta{t: max(r.End, r.Start), key: key, d: -1})
-		}
-		if len(c.deltas) == 0 {
-			continue
-		}
-		slices.SortFunc(c.deltas, cmpDeltaTime)
-		c.keys = c.keys[:0]
-		for _, d := range c.deltas {
-			k := -1
-			for j := range c.keys {
-				if c.keys[j].key == d.key {
-					k = j
-					break
-				}
+			ki := c.keyIndex(uint32(in.role)<<16 | uint32(r.Name))
+			for len(c.open) <= ki {
+				c.open = append(c.open, openUnion{end: math.MinInt64})
 			}
-			if k < 0 {
-				c.keys = append(c.keys, keyCount{key: d.key})
-				k = len(c.keys) - 1
+			o := &c.open[ki]
+			end := max(r.End, r.Start)
+			if o.end != math.MinInt64 && r.Start <= o.end {
+				o.end = max(o.end, end)
+				continue
 			}
-			before := c.keys[k].n
-			c.keys[k].n += d.d
-			if before == 0 && c.keys[k].n > 0 {
-				c.trans = append(c.trans, delta{t: d.t, key: d.key, d: 1})
-			} else if before > 0 && c.keys[k].n == 0 {
-				c.trans = append(c.trans, delta{t: d.t, key: d.key, d: -1})
+			if o.end != math.MinInt64 {
+				c.emitUnion(ki, o.start, o.end, tmin)
+			}
+			o.start, o.end = r.Start, end
+		}
+		for ki := range c.open {
+			if o := &c.open[ki]; o.end != math.MinInt64 {
+				c.emitUnion(ki, o.start, o.end, tmin)
 			}
 		}
 	}
-	slices.SortFunc(c.trans, cmpDeltaKey)
+	if c.packedOverflow {
+		c.packedOverflow = false
+		w.fail(fmt.Errorf("write counters of launch %d CTA %d: more than %d range keys or a span over %d ns", w.li, c.linear, maxPackedKeys, int64(1)<<packedTimeBits))
+		return
+	}
+	// Order the tracks by key (role, then name id), the same in every CTA:
+	// renumber the key indices in sorted order.
+	c.perm = c.perm[:0]
+	for i := range c.keys {
+		c.keys[i].n = int64(i)
+	}
+	slices.SortFunc(c.keys, func(a, b keyCount) int { return cmp.Compare(a.key, b.key) })
+	for range c.keys {
+		c.perm = append(c.perm, 0)
+	}
+	for i := range c.keys {
+		c.perm[c.keys[i].n] = uint64(i)
+	}
+	const low = 1<<(packedTimeBits+1) - 1
+	for i, p := range c.packed {
+		c.packed[i] = c.perm[p>>(packedTimeBits+1)]<<(packedTimeBits+1) | p&low
+	}
+	slices.Sort(c.packed)
 	rank := int32(-1000)
-	for i := 0; i < len(c.trans); {
-		key := c.trans[i].key
+	for i := 0; i < len(c.packed); {
+		ki := c.packed[i] >> (packedTimeBits + 1)
 		j := i
-		for j < len(c.trans) && c.trans[j].key == key {
+		for j < len(c.packed) && c.packed[j]>>(packedTimeBits+1) == ki {
 			j++
 		}
+		key := c.keys[ki].key
 		id := trackUUID(kindCTACounter, w.li, c.linear, uint64(key))
 		w.sc = appendKeyName(w.sc[:0], w.lm, key)
 		w.track(id, ctaID, rank, true, false, true, w.sc, "")
 		rank++
 		var v, prevT int64
 		for k := i; k < j; {
-			t := c.trans[k].t
+			rel := int64(c.packed[k]>>1) & (1<<packedTimeBits - 1)
+			t := tmin + rel
 			if v != 0 {
 				w.sum.add(key, prevT, t, float64(v))
 			}
-			for k < j && c.trans[k].t == t {
-				v += c.trans[k].d
+			for k < j && int64(c.packed[k]>>1)&(1<<packedTimeBits-1) == rel {
+				if c.packed[k]&1 == 0 {
+					v--
+				} else {
+					v++
+				}
 				k++
 			}
 			w.counter(id, t, v)
@@ -106,6 +139,37 @@ func (w *Writer) ctaCounters(ctaID uint64) {
 			w.counter(id, t, total)
 		}
 	}
+}
+
+// Counter transitions are packed into one uint64 so that one integer sort
+// orders them by key, time, and ends before begins:
+// key index (10 bits) | time since the CTA's first range (52 bits) | begin.
+const (
+	packedTimeBits = 52
+	maxPackedKeys  = 1 << (63 - packedTimeBits - 1)
+)
+
+type openUnion struct{ start, end int64 }
+
+func (c *ctaBuf) keyIndex(key uint32) int {
+	for i := range c.keys {
+		if c.keys[i].key == key {
+			return i
+		}
+	}
+	c.keys = append(c.keys, keyCount{key: key})
+	return len(c.keys) - 1
+}
+
+// emitUnion adds a warp's +1 at start and -1 at end for key index ki.
+func (c *ctaBuf) emitUnion(ki int, start, end, tmin int64) {
+	rs, re := start-tmin, end-tmin
+	if ki >= maxPackedKeys || rs < 0 || re >= 1<<packedTimeBits {
+		c.packedOverflow = true
+		return
+	}
+	hi := uint64(ki) << (packedTimeBits + 1)
+	c.packed = append(c.packed, hi|uint64(rs)<<1|1, hi|uint64(re)<<1)
 }
 
 func appendKeyName(b []byte, lm interface{ NameText(uint16) string }, key uint32) []byte {

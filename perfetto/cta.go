@@ -31,6 +31,11 @@ type ctaBuf struct {
 	dst    []int32
 	roles  []uint16
 	drops  []delta
+	packed []uint64
+	perm   []uint64
+	open   []openUnion
+	// packedOverflow: a CTA with too many keys or too long a span to pack.
+	packedOverflow bool
 }
 
 type ctaWarp struct {
@@ -198,64 +203,70 @@ func (w *Writer) writeWarp(ctaID uint64, v *warpView, flowHeads []int32) error {
 		w.sc = appendUint(w.sc, uint64(l))
 		w.track(id, warpID, int32(l), true, false, false, w.sc, "")
 	}
+	w.tmpl.set(w.seq, in, warpID, w.lane)
 	for i := range w.bd.evs {
-		e := &w.bd.evs[i]
-		track := warpID
-		if e.lt > 0 {
-			track = w.lane[e.lt-1]
-		}
-		w.writeEvent(e, track, v, flowHeads)
+		w.writeEvent(&w.bd.evs[i], v, flowHeads)
 	}
 	return w.err
 }
 
-// writeEvent encodes one model event as a TracePacket.
-func (w *Writer) writeEvent(e *mev, track uint64, v *warpView, flowHeads []int32) {
-	in := &v.info
-	b := w.pk[:0]
+// writeEvent encodes one model event as a TracePacket, straight into the
+// output buffer.
+func (w *Writer) writeEvent(e *mev, v *warpView, flowHeads []int32) {
+	tp := &w.tmpl
+	b, p0 := w.openPacket()
+	b = append(b, byte(fPktTimestamp<<3))
+	b = putVarint(b, uint64(e.ts))
+	track := tp.tracks[e.lt]
 	if e.typ == typeSliceEnd {
-		b = w.packetHead(b, e.ts, false)
-		b = appendTrackEventEnd(b, track)
-		w.pk = b
-		w.emitPacket()
+		b = append(b, tp.seq...)
+		b = append(b, byte(fPktTrackEvent<<3|2), byte(2+len(track)), byte(fTEType<<3), typeSliceEnd)
+		b = append(b, track...)
+		w.closePacket(b, p0)
 		w.stats.Slices++
 		return
 	}
-	b = w.packetHead(b, e.ts, true)
+	b = append(b, tp.seqFlags...)
 	var iid uint64
 	switch e.src {
 	case srcRange:
 		r := &v.ranges[e.idx]
 		iid = rangeIID(r.Name, r.Flags)
-		b = w.internIfNeeded(b, iid, func(s []byte) []byte { return appendRangeName(s, w.lm, r.Name, r.Flags) })
+		if !w.isInterned(iid) {
+			b = w.intern(b, iid, func(s []byte) []byte { return appendRangeName(s, w.lm, r.Name, r.Flags) })
+		}
 	case srcMark:
-		iid = 1 + uint64(v.marks[e.idx].Name&0x1fff)
 		name := v.marks[e.idx].Name
-		b = w.internIfNeeded(b, iid, func(s []byte) []byte { return appendName(s, w.lm, name) })
+		iid = 1 + uint64(name&0x1fff)
+		if !w.isInterned(iid) {
+			b = w.intern(b, iid, func(s []byte) []byte { return appendName(s, w.lm, name) })
+		}
 	case srcDrop:
 		iid = iidDrop
-		b = w.internIfNeeded(b, iid, func(s []byte) []byte { return append(s, "dropped events"...) })
+		if !w.isInterned(iid) {
+			b = w.intern(b, iid, func(s []byte) []byte { return append(s, "dropped events"...) })
+		}
 	case srcViol:
 		k := v.viols[e.idx].kind
 		iid = iidViolation + uint64(min(k, 31))
-		b = w.internIfNeeded(b, iid, func(s []byte) []byte { return append(append(s, "violation: "...), k.String()...) })
+		if !w.isInterned(iid) {
+			b = w.intern(b, iid, func(s []byte) []byte { return append(append(s, "violation: "...), k.String()...) })
+		}
 	}
-	var at int
-	b, at = openLen(b, fPktTrackEvent)
-	b = appendVarintField(b, fTEType, uint64(e.typ))
-	b = appendVarintField(b, fTETrackUUID, track)
-	b = appendVarintField(b, fTENameIID, iid)
-	b = appendAnnotUint(b, daSM, uint64(in.sm))
-	b = appendAnnotUint(b, daCTA, in.ctaLinear)
-	b = appendAnnotUint(b, daWarp, uint64(in.warp))
+	b = grow(b, packetSlack)
+	b, t0 := openLen(b, fPktTrackEvent)
+	b = append(b, byte(fTEType<<3), e.typ)
+	b = append(b, track...)
+	b = putVarintField1(b, fTENameIID, iid)
+	b = append(b, tp.annots...)
 	switch e.src {
 	case srcRange:
 		r := &v.ranges[e.idx]
-		b = appendAnnotUint(b, daPayload, uint64(r.Payload))
-		b = appendAnnotUint(b, daStartCycles, r.StartCycles)
-		b = appendAnnotUint(b, daEndCycles, r.EndCycles)
+		b = putAnnotUint(b, daPayload, uint64(r.Payload))
+		b = putAnnotUint(b, daStartCycles, r.StartCycles)
+		b = putAnnotUint(b, daEndCycles, r.EndCycles)
 		if e.lt > 0 {
-			b = appendAnnotUint(b, daLane, uint64(e.lt-1))
+			b = putAnnotUint(b, daLane, uint64(e.lt-1))
 		}
 		if r.Flags != 0 {
 			b = appendAnnotString(b, daIncomplete, incompleteText(r.Flags))
@@ -273,19 +284,18 @@ func (w *Writer) writeEvent(e *mev, track uint64, v *warpView, flowHeads []int32
 		}
 	case srcMark:
 		m := &v.marks[e.idx]
-		b = appendAnnotUint(b, daPayload, uint64(m.Payload))
-		b = appendAnnotUint(b, daCycles, m.Cycles)
+		b = putAnnotUint(b, daPayload, uint64(m.Payload))
+		b = putAnnotUint(b, daCycles, m.Cycles)
 	case srcDrop:
-		b = appendAnnotUint(b, daDropped, in.dropped)
-		b = appendAnnotUint(b, daAttempted, in.count)
-		b = appendAnnotUint(b, daStored, uint64(in.stored))
+		b = putAnnotUint(b, daDropped, v.info.dropped)
+		b = putAnnotUint(b, daAttempted, v.info.count)
+		b = putAnnotUint(b, daStored, uint64(v.info.stored))
 		b = appendAnnotString(b, daDetail, dropText(w.lm.Mode))
 	case srcViol:
 		b = appendAnnotString(b, daDetail, v.viols[e.idx].detail)
 	}
-	b = closeLen(b, at)
-	w.pk = b
-	w.emitPacket()
+	b = closeLen(b, t0)
+	w.closePacket(b, p0)
 	if e.typ == typeInstant {
 		w.stats.Instants++
 	}

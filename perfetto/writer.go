@@ -109,6 +109,7 @@ type Writer struct {
 	bd   builder
 	sum  summary
 	lane []uint64 // lane track uuids of the current warp
+	tmpl warpTemplate
 }
 
 // NewWriter returns a Writer that writes to w.
@@ -364,11 +365,17 @@ func (w *Writer) packetHead(b []byte, ts int64, interned bool) []byte {
 // internIfNeeded appends interned_data defining event name iid when the
 // sequence has not defined it yet; name appends the name's text.
 func (w *Writer) internIfNeeded(b []byte, iid uint64, name func([]byte) []byte) []byte {
-	word, bit := iid/64, uint64(1)<<(iid%64)
-	if w.interned[word]&bit != 0 {
+	if w.isInterned(iid) {
 		return b
 	}
-	w.interned[word] |= bit
+	return w.intern(b, iid, name)
+}
+
+func (w *Writer) isInterned(iid uint64) bool { return w.interned[iid/64]&(1<<(iid%64)) != 0 }
+
+// intern appends interned_data defining event name iid.
+func (w *Writer) intern(b []byte, iid uint64, name func([]byte) []byte) []byte {
+	w.interned[iid/64] |= 1 << (iid % 64)
 	w.sc = name(w.sc[:0])
 	var at, at2 int
 	b, at = openLen(b, fPktInternedData)
