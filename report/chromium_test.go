@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"html"
 	"image"
 	"image/color"
 	"image/png"
@@ -105,12 +106,42 @@ func TestChromium(t *testing.T) {
 	if !regexp.MustCompile(`<body[^>]* data-rendered="4 warps"`).Match(dom) {
 		t.Errorf("with #sm=1-1&cta=1-2 the DOM lacks data-rendered=\"4 warps\":\n%.300s", regexp.MustCompile(`<body[^>]*>`).Find(dom))
 	}
-	if !regexp.MustCompile(`<body[^>]* data-view="1000-3000"`).Match(dom) {
-		t.Errorf("with #t=1000-3000 the DOM lacks data-view=\"1000-3000\": %s", regexp.MustCompile(`<body[^>]*>`).Find(dom))
+	if !regexp.MustCompile(`<body[^>]* data-view="1000\.\.3000"`).Match(dom) {
+		t.Errorf("with #t=1000-3000 the DOM lacks data-view=\"1000..3000\": %s", regexp.MustCompile(`<body[^>]*>`).Find(dom))
 	}
 	want = "4 warps shown (48 ranges, 4 marks) of 16 embedded"
 	if !bytes.Contains(dom, []byte(want)) {
 		t.Errorf("filtered summary = %q, want %q", regexp.MustCompile(`<span id="summary"[^>]*>[^<]*`).Find(dom), want)
+	}
+
+	// Hover: a probe appended to a copy of the page moves the mouse over a
+	// load range, a start/end copy range and a mark of the first producer,
+	// and records the tooltip's text.
+	probe := filepath.Join(dir, "probe.html")
+	if err := os.WriteFile(probe, []byte(page+hoverProbe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom = headless(t, bin, probe, "--dump-dom", "--window-size=1400,900")
+	m := regexp.MustCompile(`data-hover="([^"]*)"`).FindSubmatch(dom)
+	if m == nil {
+		t.Fatalf("probe did not run: %s", regexp.MustCompile(`<body[^>]*>`).Find(dom))
+	}
+	tips := strings.Split(html.UnescapeString(string(m[1])), " || ")
+	wantTips := [][]string{
+		{"load", "push/pop range, depth 0", "payload0", "duration600 ns", "start100 ns", "SM0", "CTA(0, 0, 0)", "slot 0, warp 0", "roleproducer", "hidden=false"},
+		{"copy", "start/end range, lane 0", "duration1.2 µs", "start300 ns", "hidden=false"},
+		{"kernel_start (mark)", "time10 ns", "hidden=false"},
+		{"hidden=true"},
+	}
+	if len(tips) != len(wantTips) {
+		t.Fatalf("probe recorded %d tooltips, want %d: %q", len(tips), len(wantTips), tips)
+	}
+	for i, want := range wantTips {
+		for _, w := range want {
+			if !strings.Contains(tips[i], w) {
+				t.Errorf("tooltip %d = %q, lacks %q", i, tips[i], w)
+			}
+		}
 	}
 
 	headless(t, bin, file, "--screenshot="+shot, "--window-size=1400,900")
@@ -136,6 +167,24 @@ func TestChromium(t *testing.T) {
 		}
 	}
 }
+
+// hoverProbe hovers at (time ns, y px in the canvas) points: the first
+// producer's row starts at y = 26 (axis) + 22 (role header); its push/pop
+// sub-row is at +3..+16, its first async lane at +16..+29.
+const hoverProbe = `<script>
+(function () {
+  var c = document.getElementById('timeline'), r = c.getBoundingClientRect();
+  var v = document.body.getAttribute('data-view').split('..').map(Number);
+  var pw = c.clientWidth - 190 - 10, tip = document.getElementById('tooltip');
+  function at(t, y) {
+    var x = r.left + 190 + (t - v[0]) / (v[1] - v[0]) * pw;
+    c.dispatchEvent(new MouseEvent('mousemove', { clientX: x, clientY: r.top + y, bubbles: true }));
+    return tip.textContent + ' hidden=' + tip.hidden;
+  }
+  var out = [at(450, 57), at(600, 70), at(10, 60), at(5000, 40)];
+  document.body.setAttribute('data-hover', out.join(' || '));
+})();
+</script>`
 
 func countColor(img image.Image, want color.RGBA) int {
 	n := 0

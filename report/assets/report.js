@@ -143,7 +143,7 @@
 
   function draw() {
     clampY();
-    document.body.setAttribute('data-view', Math.round(view.a) + '-' + Math.round(view.b));
+    document.body.setAttribute('data-view', Math.round(view.a) + '..' + Math.round(view.b));
     var H = viewH(), W = tl.clientWidth, g = sizeCanvas(tl, H);
     g.clearRect(0, 0, W, H);
     g.save(); g.beginPath(); g.rect(GUTTER, 0, W - GUTTER, H); g.clip();
