@@ -373,6 +373,7 @@ func (d *Decoder) Next(w *Warp) error {
 	if werr != nil {
 		return d.warpErr(werr)
 	}
+	d.pair(w, fit, raw, h.StartClock)
 	if w.Finished {
 		d.sum.Finished++
 		w.Last = fit.Ns(h.EndClock)
@@ -381,7 +382,6 @@ func (d *Decoder) Next(w *Warp) error {
 	} else {
 		w.Last = w.First
 	}
-	d.pair(w, fit, raw, h.StartClock)
 	if n := len(w.Events); raw != nil && n > 0 && w.Finished && w.Events[n-1].cycles > h.EndClock {
 		d.violate(w, BadRecord, n-1, "", fmt.Sprintf(
 			"clock %d cycles past the warp's end anchor: a gap over 2^32 cycles between events, or a corrupt record", w.Events[n-1].cycles-h.EndClock))

@@ -226,6 +226,12 @@ func render(t *testing.T, c *trace.Capture, opt trace.Options) string {
 		}
 		fmt.Fprintf(&b, "warp %d sm %d cta %d,%d,%d warp %d finished=%v role=%s count=%d stored=%d dropped=%d trimmed=%d\n",
 			w.Slot, w.SM, w.CTA[0], w.CTA[1], w.CTA[2], w.Warp, w.Finished, role, w.Count, w.Stored, w.Dropped, w.Trimmed)
+		// The warp's span must hold its events: First <= events <= Last.
+		for _, e := range w.Events {
+			if e.Time() < w.First || e.Time() > w.Last {
+				fmt.Fprintf(&b, "  event at %d ns outside the warp's span [%d, %d]\n", e.Time(), w.First, w.Last)
+			}
+		}
 		for _, r := range w.Ranges {
 			var fl []string
 			if r.Async {
