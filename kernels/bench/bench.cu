@@ -269,10 +269,14 @@ struct Trace {
     capacity = cap;
     CK(cudaMalloc(&buf, warps * stride_of(cap)));
     CK(cudaMemset(buf, 0, warps * stride_of(cap)));
+    CK(cudaDeviceSynchronize());
     IketState st = {(uint64_t)(uintptr_t)buf, cap, 0xffffffffu, wpc, 1u};
     CU(cuMemcpyHtoD(state, &st, sizeof st));
   }
-  void clear() { CK(cudaMemset(buf, 0, warps * stride_of(capacity))); }
+  void clear() {
+    CK(cudaMemset(buf, 0, warps * stride_of(capacity)));
+    CK(cudaDeviceSynchronize());
+  }
   void release() {
     if (buf) CK(cudaFree(buf));
     buf = nullptr;
@@ -348,7 +352,9 @@ struct Timer {
   double limit_s = 20;
 
   void init() {
-    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    // A blocking stream: it orders with the legacy default stream that the
+    // synchronous cudaMemset/cudaMemcpy calls of the checks use.
+    CK(cudaStreamCreate(&st));
     CK(cudaEventCreate(&a));
     CK(cudaEventCreate(&b));
     CK(cudaMalloc(&flush, flush_bytes));
@@ -411,7 +417,7 @@ static std::string samples_json(const Samples& s) {
 }
 
 static const char* kBoundary =
-    "CUDA events around one launch on a non-blocking stream; L2 flushed by a "
+    "CUDA events around one launch on its own stream; L2 flushed by a "
     "256 MiB cudaMemsetAsync before each call, outside the events";
 
 static std::string latency_json(const Samples& off, const Samples& on,
