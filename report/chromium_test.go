@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"html"
 	"image"
 	"image/color"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -47,23 +49,22 @@ func needChromium(t *testing.T) string {
 	return ""
 }
 
-// headless runs the browser on a file with extra arguments and returns its
-// standard output. Each run gets a fresh profile and no network.
-func headless(t *testing.T, bin, file string, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
-	t.Cleanup(cancel)
+// headless runs the browser on a file URL with extra arguments, a fresh
+// profile in dir and no network, and returns its standard output.
+func headless(bin, url, dir string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1",
-		"--user-data-dir=" + t.TempDir()}
-	cmd := exec.CommandContext(ctx, bin, append(append(base, args...), "file://"+file)...)
+		"--user-data-dir=" + dir}
+	cmd := exec.CommandContext(ctx, bin, append(append(base, args...), "file://"+url)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("run %s %v: %v\n%s", bin, args, err, stderr.Bytes())
+		return nil, fmt.Errorf("run %s %v on %s: %w\n%s", bin, args, url, err, stderr.Bytes())
 	}
-	return stdout.Bytes()
+	return stdout.Bytes(), nil
 }
 
 // TestChromium renders a report in headless Chromium: the page's script must
@@ -87,7 +88,35 @@ func TestChromium(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dom := headless(t, bin, file, "--dump-dom")
+	// Three independent browser runs, in parallel: the page with a hover
+	// probe appended (see hoverProbe), the page with a URL fragment, and a
+	// screenshot of the page.
+	probe := filepath.Join(dir, "probe.html")
+	if err := os.WriteFile(probe, []byte(page+hoverProbe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs := []struct {
+		url  string
+		args []string
+		out  []byte
+		err  error
+	}{
+		{url: probe, args: []string{"--dump-dom", "--window-size=1400,900"}},
+		{url: file + "#sm=1-1&cta=1-2&t=1000-3000", args: []string{"--dump-dom"}},
+		{url: file, args: []string{"--screenshot=" + shot, "--window-size=1400,900"}},
+	}
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() { runs[i].out, runs[i].err = headless(bin, runs[i].url, t.TempDir(), runs[i].args...) })
+	}
+	wg.Wait()
+	for _, r := range runs {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+
+	dom := runs[0].out
 	if !regexp.MustCompile(`<body[^>]* data-rendered="16 warps"`).Match(dom) {
 		t.Errorf("dumped DOM lacks <body data-rendered=\"16 warps\">; the page's script did not run to the end:\n%.600s", dom)
 	}
@@ -102,26 +131,20 @@ func TestChromium(t *testing.T) {
 
 	// A fragment selects SMs, CTAs and the time shown: SM 1 within CTAs 1-2
 	// is CTA 1, 4 warps.
-	dom = headless(t, bin, file+"#sm=1-1&cta=1-2&t=1000-3000", "--dump-dom")
-	if !regexp.MustCompile(`<body[^>]* data-rendered="4 warps"`).Match(dom) {
-		t.Errorf("with #sm=1-1&cta=1-2 the DOM lacks data-rendered=\"4 warps\":\n%.300s", regexp.MustCompile(`<body[^>]*>`).Find(dom))
+	frag := runs[1].out
+	if !regexp.MustCompile(`<body[^>]* data-rendered="4 warps"`).Match(frag) {
+		t.Errorf("with #sm=1-1&cta=1-2 the DOM lacks data-rendered=\"4 warps\":\n%.300s", regexp.MustCompile(`<body[^>]*>`).Find(frag))
 	}
-	if !regexp.MustCompile(`<body[^>]* data-view="1000\.\.3000"`).Match(dom) {
-		t.Errorf("with #t=1000-3000 the DOM lacks data-view=\"1000..3000\": %s", regexp.MustCompile(`<body[^>]*>`).Find(dom))
+	if !regexp.MustCompile(`<body[^>]* data-view="1000\.\.3000"`).Match(frag) {
+		t.Errorf("with #t=1000-3000 the DOM lacks data-view=\"1000..3000\": %s", regexp.MustCompile(`<body[^>]*>`).Find(frag))
 	}
 	want = "4 warps shown (48 ranges, 4 marks) of 16 embedded"
-	if !bytes.Contains(dom, []byte(want)) {
-		t.Errorf("filtered summary = %q, want %q", regexp.MustCompile(`<span id="summary"[^>]*>[^<]*`).Find(dom), want)
+	if !bytes.Contains(frag, []byte(want)) {
+		t.Errorf("filtered summary = %q, want %q", regexp.MustCompile(`<span id="summary"[^>]*>[^<]*`).Find(frag), want)
 	}
 
-	// Hover: a probe appended to a copy of the page moves the mouse over a
-	// load range, a start/end copy range and a mark of the first producer,
-	// and records the tooltip's text.
-	probe := filepath.Join(dir, "probe.html")
-	if err := os.WriteFile(probe, []byte(page+hoverProbe), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dom = headless(t, bin, probe, "--dump-dom", "--window-size=1400,900")
+	// Hover: the probe moved the mouse over a load range, a start/end copy
+	// range and a mark of the first producer, then over a role header.
 	m := regexp.MustCompile(`data-hover="([^"]*)"`).FindSubmatch(dom)
 	if m == nil {
 		t.Fatalf("probe did not run: %s", regexp.MustCompile(`<body[^>]*>`).Find(dom))
@@ -144,7 +167,6 @@ func TestChromium(t *testing.T) {
 		}
 	}
 
-	headless(t, bin, file, "--screenshot="+shot, "--window-size=1400,900")
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatalf("open screenshot: %v", err)
