@@ -286,6 +286,13 @@ func (d *Device) Close() error {
 	if err := d.ctx.Release(); err != nil {
 		errs = append(errs, err)
 	}
+	if d.broken != nil {
+		// A poisoned context is useless to every holder; destroy it now so the
+		// next OpenDevice gets a fresh one.
+		if err := d.ctx.Reset(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if d.nvml != nil {
 		d.nvml.close()
 	}

@@ -63,22 +63,9 @@ func (d *Device) Compile(src Source, instrumented bool, arch string) (*Module, e
 	if instrumented {
 		build = "instrumented"
 	}
-	image, log := src.Data, ""
-	if src.Kind == KindCU {
-		opts := []string{"-arch=" + arch, "-std=c++17", "-lineinfo"}
-		if instrumented {
-			opts = append(opts, "-DIKET_ENABLE=1")
-		}
-		opts = append(opts, src.Options...)
-		headers := map[string][]byte{kernels.HeaderName: kernels.Header()}
-		for k, v := range src.Includes {
-			headers[k] = v
-		}
-		var err error
-		image, log, err = cuda.Compile(name, src.Data, headers, opts, strings.HasPrefix(arch, "sm_"))
-		if err != nil {
-			return nil, fmt.Errorf("compile %s (%s build, %s): %w", name, build, arch, err)
-		}
+	image, log, err := buildImage(name, src, instrumented, arch)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s (%s build, %s): %w", name, build, arch, err)
 	}
 
 	d.mu.Lock()
@@ -98,6 +85,24 @@ func (d *Device) Compile(src Source, instrumented bool, arch string) (*Module, e
 		return nil, err
 	}
 	return m, nil
+}
+
+// buildImage returns the image to load: src.Data for a prebuilt kind, else
+// NVRTC's output (a cubin for an sm_ arch, PTX for compute_) and its log.
+func buildImage(name string, src Source, instrumented bool, arch string) ([]byte, string, error) {
+	if src.Kind != KindCU {
+		return src.Data, "", nil
+	}
+	opts := []string{"-arch=" + arch, "-std=c++17", "-lineinfo"}
+	if instrumented {
+		opts = append(opts, "-DIKET_ENABLE=1")
+	}
+	opts = append(opts, src.Options...)
+	headers := map[string][]byte{kernels.HeaderName: kernels.Header()}
+	for k, v := range src.Includes {
+		headers[k] = v
+	}
+	return cuda.Compile(name, src.Data, headers, opts, strings.HasPrefix(arch, "sm_"))
 }
 
 // inspect checks the module is the build asked for and reads the name table

@@ -106,6 +106,12 @@ func (c *Context) Release() error {
 	return check("cuDevicePrimaryCtxRelease", C.w_primary_release(c.dev))
 }
 
+// Reset destroys the device's primary context and everything in it,
+// whoever holds it: the recovery after a kernel fault poisoned it.
+func (c *Context) Reset() error {
+	return check("cuDevicePrimaryCtxReset", C.w_primary_reset(c.dev))
+}
+
 // Name returns the device's name.
 func (c *Context) Name() (string, error) {
 	var buf [maxNameLen]C.char

@@ -13,6 +13,7 @@ const char* iket_cu_names[CU_NUM] = {
     "cuDeviceTotalMem_v2",
     "cuDevicePrimaryCtxRetain",
     "cuDevicePrimaryCtxRelease_v2|cuDevicePrimaryCtxRelease",
+    "cuDevicePrimaryCtxReset_v2|cuDevicePrimaryCtxReset",
     "cuCtxSetCurrent",
     "cuCtxSynchronize",
     "cuMemGetInfo_v2",
@@ -110,6 +111,10 @@ CUresult w_primary_retain(CUcontext* c, CUdevice d) {
 
 CUresult w_primary_release(CUdevice d) {
   CALL(CU_cuDevicePrimaryCtxRelease, CUresult(*)(CUdevice), d);
+}
+
+CUresult w_primary_reset(CUdevice d) {
+  CALL(CU_cuDevicePrimaryCtxReset, CUresult(*)(CUdevice), d);
 }
 
 CUresult w_ctx_sync(CUcontext c) {

@@ -34,6 +34,7 @@ enum {
   CU_cuDeviceTotalMem,
   CU_cuDevicePrimaryCtxRetain,
   CU_cuDevicePrimaryCtxRelease,
+  CU_cuDevicePrimaryCtxReset,
   CU_cuCtxSetCurrent,
   CU_cuCtxSynchronize,
   CU_cuMemGetInfo,
@@ -106,6 +107,7 @@ CUresult w_device_attr(int* v, int attr, CUdevice d);
 CUresult w_device_total_mem(size_t* n, CUdevice d);
 CUresult w_primary_retain(CUcontext* c, CUdevice d);
 CUresult w_primary_release(CUdevice d);
+CUresult w_primary_reset(CUdevice d);
 CUresult w_ctx_sync(CUcontext c);
 CUresult w_mem_info(CUcontext c, size_t* free_b, size_t* total_b);
 CUresult w_mem_alloc(CUcontext c, CUdeviceptr* p, size_t n);

@@ -137,7 +137,7 @@ func initDriver(name string) error {
 		return fmt.Errorf("load CUDA driver: %w", err)
 	}
 	if r := Result(C.w_init()); r != Success {
-		return fmt.Errorf("load CUDA driver: cuInit: %w", r)
+		return fmt.Errorf("load CUDA driver: %s: cuInit: %w", name, r)
 	}
 	return nil
 }
