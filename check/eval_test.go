@@ -1,0 +1,218 @@
+package check
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+// Name ids of the test launch.
+const (
+	idProducer uint16 = iota + 1
+	idConsumer
+	idLoad
+	idCompute
+	idIdle
+)
+
+func testMeta(t *testing.T) *trace.LaunchMeta {
+	t.Helper()
+	names, err := trace.ParseNameTable("iket-names 1\nROLE producer\nROLE consumer\nRANGE producer_load\nRANGE consumer_compute\nRANGE idle\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &trace.LaunchMeta{Kernel: "k", WarpsPerCTA: 4, Capacity: 16, Mode: trace.ModeStop, Names: names}
+}
+
+type rg struct {
+	name       uint16
+	payload    uint16
+	start, end int64
+}
+
+type wp struct {
+	cta     uint64
+	warp    uint32
+	role    uint16
+	dropped uint64
+	ranges  []rg
+}
+
+// analyzer adds hand-built warps (slot cta*4+warp, alive [0, 200)).
+func analyzer(t *testing.T, meta *trace.LaunchMeta, ws ...wp) *trace.Analyzer {
+	t.Helper()
+	a := trace.NewAnalyzer(meta)
+	for _, d := range ws {
+		w := trace.Warp{Slot: d.cta*4 + uint64(d.warp), SM: uint32(d.cta), CTA: [3]uint32{uint32(d.cta), 0, 0},
+			Warp: d.warp, CTALinear: d.cta, Role: d.role, Started: true, Finished: true, Last: 200,
+			Stored: 2 * len(d.ranges), Dropped: d.dropped}
+		w.Count = uint64(w.Stored) + d.dropped
+		for _, r := range d.ranges {
+			w.Ranges = append(w.Ranges, trace.Range{Name: r.name, Payload: r.payload, Start: r.start, End: r.end})
+		}
+		slices.SortStableFunc(w.Ranges, func(p, q trace.Range) int { return int(p.Start - q.Start) })
+		a.Add(&w)
+	}
+	return a
+}
+
+// pipeline is the worked example of docs/CI.md: in CTA 0, load is active
+// 20 ns and compute runs on another warp during 12 of them (0.6); CTA 1
+// overlaps fully for 10 ns; overall 22/30. Compute durations are 20, 12 and
+// 10 ns; consumer warps run 1, 1, 1 and 0 computes. Every compute starts
+// before its load ends: by 5, 2 and 10 ns.
+func pipeline() []wp {
+	return []wp{
+		{cta: 0, warp: 0, role: idProducer, ranges: []rg{{idLoad, 0, 0, 10}, {idLoad, 1, 20, 30}}},
+		{cta: 0, warp: 1, role: idConsumer, ranges: []rg{{idCompute, 0, 5, 25}}},
+		{cta: 0, warp: 2, role: idConsumer, ranges: []rg{{idCompute, 1, 28, 40}}},
+		{cta: 1, warp: 0, role: idProducer, ranges: []rg{{idLoad, 0, 100, 110}}},
+		{cta: 1, warp: 1, role: idConsumer, ranges: []rg{{idCompute, 0, 100, 110}}},
+		{cta: 1, warp: 2, role: idConsumer},
+	}
+}
+
+// ordered is a pipeline where every compute starts when its load ends.
+func ordered() []wp {
+	return []wp{
+		{cta: 0, warp: 0, role: idProducer, ranges: []rg{{idLoad, 0, 0, 10}, {idLoad, 1, 10, 20}, {idLoad, 0, 20, 30}}},
+		{cta: 0, warp: 1, role: idConsumer, ranges: []rg{{idCompute, 0, 10, 20}, {idCompute, 1, 20, 30}, {idCompute, 0, 30, 40}}},
+		{cta: 0, warp: 2, role: idConsumer, ranges: []rg{{idCompute, 0, 11, 20}, {idCompute, 1, 21, 30}, {idCompute, 0, 31, 40}}},
+	}
+}
+
+func mustRule(t *testing.T, expr string) Rule {
+	t.Helper()
+	r, err := ParseExpr(expr)
+	if err != nil {
+		t.Fatalf("ParseExpr(%q): %v", expr, err)
+	}
+	return r
+}
+
+// TestEvaluate sees every rule kind pass and fail with bounds just either
+// side of the measured value.
+func TestEvaluate(t *testing.T) {
+	meta := testMeta(t)
+	withLatency := *meta
+	withLatency.Latency = &trace.Latency{Ratio: 1.05,
+		Uninstrumented: trace.Samples{MedianUS: 10, RoundsUS: []float64{10, 10}}, Instrumented: trace.Samples{MedianUS: 10.5}}
+	pipe := Input{Meta: meta, Analyzer: analyzer(t, meta, pipeline()...)}
+	ord := Input{Meta: meta, Analyzer: analyzer(t, meta, ordered()...)}
+	lat := Input{Meta: &withLatency, Analyzer: pipe.Analyzer}
+	dropped := analyzer(t, meta, wp{cta: 0, warp: 0, dropped: 1}, wp{cta: 0, warp: 1, dropped: 0})
+	clean := Input{Meta: meta, Analyzer: pipe.Analyzer, Summary: trace.Summary{Warps: 6,
+		Violations: map[trace.ViolationKind]int{trace.DroppedEvents: 4}}}
+	bad := Input{Meta: meta, Analyzer: pipe.Analyzer, Summary: trace.Summary{Warps: 6, WarpErrors: 1,
+		Violations: map[trace.ViolationKind]int{trace.PopMismatch: 1, trace.DroppedEvents: 4}},
+		Violations: []trace.Violation{
+			{Kind: trace.DroppedEvents, Slot: 1, Index: -1, Detail: "dropped"},
+			{Kind: trace.PopMismatch, Slot: 3, Index: 4, Detail: `pop of "a" closes "b"`}}}
+	listed := Input{Meta: meta, Analyzer: pipe.Analyzer, Violations: []trace.Violation{{Kind: trace.UnclosedRange, Slot: 2, Index: 1, Detail: "open"}}}
+
+	tests := []struct {
+		expr  string
+		in    Input
+		pass  bool
+		value float64
+		worst string // substring
+		msg   string // substring
+	}{
+		// strict: drops do not count; pairing violations and corrupt slots do.
+		{"strict", clean, true, 0, "", "no pairing violations in 6 warps"},
+		{"strict", bad, false, 2, `warp 3 (sm 0, cta 0,0,0, warp 0): event 4: pop of "a" closes "b"`, "1 violations (1 pop-mismatch) and 1 corrupt warp slots"},
+		{"strict", listed, false, 1, "open", "1 violations (1 unclosed)"},
+		// no_drops
+		{"no_drops", pipe, true, 0, "", "no events dropped"},
+		{"no_drops", Input{Meta: meta, Analyzer: dropped}, false, 1, "warp 0 (sm 0, cta 0,0,0, warp 0) dropped 1 of 1 events", "1 of 1 events dropped in 1 warps (capacity 16, stop mode)"},
+		// overlap: 22/30 = 0.7333.
+		{"overlap(producer_load, consumer_compute) >= 0.73", pipe, true, 22.0 / 30, "cta 0,0,0: 0.600 (12 of 20 ns)", "73.3% of producer_load's time"},
+		{"overlap(producer_load, consumer_compute) >= 0.74", pipe, false, 22.0 / 30, "cta 0,0,0", ""},
+		{"overlap(producer_load, consumer_compute) <= 74%", pipe, true, 22.0 / 30, "", ""},
+		{"overlap(producer_load, consumer_compute) <= 73%", pipe, false, 22.0 / 30, "", ""},
+		{"overlap(producer_load, idle) >= 0", pipe, true, 0, "", ""},
+		{"overlap(idle, producer_load) >= 0", pipe, false, 0, "", "range idle never ran"},
+		{"overlap(nope, producer_load) >= 0", pipe, false, 0, "", `no range named "nope"`},
+		// overlap_min_cta: CTA 0 has 0.6.
+		{"overlap_min_cta(producer_load, consumer_compute) >= 0.6", pipe, true, 0.6, "cta 0,0,0", "lowest CTA overlap 0.600 (overall 0.733); 0 of 2 CTAs break the bound"},
+		{"overlap_min_cta(producer_load, consumer_compute) >= 0.61", pipe, false, 0.6, "cta 0,0,0", "1 of 2 CTAs break the bound"},
+		// durations 10, 12, 20 ns: p50 = 12, p99 = 20.
+		{"p99(consumer_compute) <= 20ns", pipe, true, 20, "longest 20ns on warp 1 (sm 0, cta 0,0,0, warp 1)", "p99 of 3 consumer_compute ranges is 20ns"},
+		{"p99(consumer_compute) <= 0.019us", pipe, false, 20, "", ""},
+		{"p50(consumer_compute, role=consumer) >= 12ns", pipe, true, 12, "", "on role consumer"},
+		{"p50(consumer_compute, role=consumer) > 12ns", pipe, false, 12, "", ""},
+		{"mean(consumer_compute) == 14ns", pipe, true, 14, "", ""},
+		{"min(consumer_compute) > 10ns", pipe, false, 10, "", ""},
+		{"max(producer_load) <= 10ns", pipe, true, 10, "", ""},
+		{"p90(producer_load, role=consumer) <= 1ms", pipe, false, 0, "", "no producer_load ranges on role consumer"},
+		{"p90(producer_load, role=warper) <= 1ms", pipe, false, 0, "", `no warp has role "warper"`},
+		// count: consumers ran 1, 1, 1 and 0; 3 in all.
+		{"count(consumer_compute) == 3", pipe, true, 3, "", "3 consumer_compute ranges in 3 warps"},
+		{"count(consumer_compute) == 4", pipe, false, 3, "", ""},
+		{"count(consumer_compute, role=consumer) >= 0", pipe, true, 0, "", "the 4 warps of role consumer ran 0 to 1 consumer_compute ranges each"},
+		{"count(consumer_compute, role=consumer) >= 1", pipe, false, 0, "warp 6 (sm 1, cta 1,0,0, warp 2) ran 0", ""},
+		{"count(consumer_compute, role=consumer) <= 1", pipe, true, 1, "", ""},
+		{"count(consumer_compute, role=consumer) < 1", pipe, false, 1, "warp 1 (sm 0, cta 0,0,0, warp 1) ran 1", ""},
+		{"count(consumer_compute, role=consumer) == 1", pipe, false, 0, "ran 0", ""},
+		{"count(consumer_compute, role=consumer) == 0", pipe, false, 1, "ran 1", ""},
+		{"count(consumer_compute, role=consumer) == 3", ord, true, 3, "", ""},
+		{"count(consumer_compute, role=consumer) == 2", ord, false, 3, "", ""},
+		// before
+		{"before(producer_load, consumer_compute)", ord, true, 0, "", "0 of 6 consumer_compute ranges started before their matching producer_load ended"},
+		{"before(producer_load, consumer_compute)", pipe, false, 3, "cta 1,0,0 payload 0: range 1 of warp 5 (sm 1, cta 1,0,0, warp 1) starts 10 ns before range 1 of warp 4 (sm 1, cta 1,0,0, warp 0) ends", "3 of 3"},
+		{"before(consumer_compute, idle)", ord, false, 0, "", "range idle never ran"},
+		{"before(producer_load, producer_load)", ord, false, 0, "", "needs two different ranges"},
+		// latency_ratio
+		{"latency_ratio <= 1.05", lat, true, 1.05, "", "instrumented 10.500 us / uninstrumented 10.000 us (medians of 2 rounds) = 1.0500"},
+		{"latency_ratio <= 1.049", lat, false, 1.05, "", ""},
+		{"latency_ratio <= 2", pipe, false, 0, "", "the capture has no latency measurement"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.expr, func(t *testing.T) {
+			r := mustRule(t, tc.expr)
+			got := Evaluate([]Rule{r}, tc.in)
+			if len(got) != 1 {
+				t.Fatalf("Evaluate returned %d results, want 1", len(got))
+			}
+			res := got[0]
+			if res.Pass != tc.pass {
+				t.Errorf("Pass = %v, want %v (value %g, message %q)", res.Pass, tc.pass, res.Value, res.Message)
+			}
+			if diff := res.Value - tc.value; diff > 1e-12 || diff < -1e-12 {
+				t.Errorf("Value = %g, want %g", res.Value, tc.value)
+			}
+			if res.Bound != r.Bound {
+				t.Errorf("Bound = %g, want %g", res.Bound, r.Bound)
+			}
+			if !strings.Contains(res.Worst, tc.worst) {
+				t.Errorf("Worst = %q, want it to contain %q", res.Worst, tc.worst)
+			}
+			if !strings.Contains(res.Message, tc.msg) {
+				t.Errorf("Message = %q, want it to contain %q", res.Message, tc.msg)
+			}
+		})
+	}
+}
+
+func TestEvaluateNoAnalyzer(t *testing.T) {
+	rs := Evaluate([]Rule{mustRule(t, "no_drops"), mustRule(t, "strict")}, Input{})
+	if rs[0].Pass || rs[0].Message != "no analysis to check no_drops against" {
+		t.Errorf("no_drops without analyzer: %+v", rs[0])
+	}
+	if !rs[1].Pass {
+		t.Errorf("strict on an empty input failed: %+v", rs[1])
+	}
+}
+
+func TestFormatNs(t *testing.T) {
+	for _, tc := range []struct {
+		ns   float64
+		want string
+	}{{950, "950ns"}, {12.345, "12.35ns"}, {2310, "2.31us"}, {1.5e6, "1.50ms"}, {2e9, "2.000s"}, {-3000, "-3.00us"}} {
+		if got := FormatNs(tc.ns); got != tc.want {
+			t.Errorf("FormatNs(%g) = %q, want %q", tc.ns, got, tc.want)
+		}
+	}
+}
