@@ -229,6 +229,10 @@ func TestWriteSelfContained(t *testing.T) {
 			t.Errorf("page references %q at %d: %q", bad, i, page[max(0, i-40):min(len(page), i+40)])
 		}
 	}
+	// The browser enforces it: the policy forbids every fetch.
+	if !strings.Contains(page, `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">`) {
+		t.Error("page lacks its content security policy")
+	}
 	if n := strings.Count(page, "<script"); n != 2 {
 		t.Errorf("page has %d script elements, want 2 (data and code)", n)
 	}
