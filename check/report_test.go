@@ -36,7 +36,7 @@ func TestWriteJUnit(t *testing.T) {
 	}
 	type tc struct {
 		Name, Class, FailType, FailMsg string
-		Failed                        bool
+		Failed                         bool
 	}
 	var got []tc
 	for _, s := range doc.Suites {
