@@ -8,5 +8,28 @@
 // converted to ns by a per-SM [ClockFit], ranges paired ([Range]), marks
 // ([Mark]), drops counted and every pairing problem reported as a
 // [Violation]. Memory stays proportional to one warp's buffer plus a small
-// per-warp index, whatever the capture's size.
+// per-SM index, whatever the capture's size.
+//
+// Typical use:
+//
+//	d, err := trace.NewDecoder(c.Launch(0), trace.Options{Strict: true})
+//	...
+//	var w trace.Warp // reused: no allocation per event once warmed up
+//	for {
+//		err := d.Next(&w)
+//		if err == io.EOF {
+//			break
+//		}
+//		var we *trace.WarpError
+//		if errors.As(err, &we) {
+//			continue // a corrupt slot; the others still decode
+//		} else if err != nil {
+//			return err
+//		}
+//		... use w.Ranges, w.Marks, w.Violations ...
+//	}
+//	sum, problems := d.Summary(), d.Err()
+//
+// [Validate] does that pass and returns the joined violations. Violations
+// match their kind with errors.Is (errors.Is(err, trace.PopMismatch)).
 package trace
