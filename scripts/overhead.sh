@@ -29,6 +29,7 @@ mkdir -p "$OUT" "$WORK/modules"
 OUT=$(cd "$OUT" && pwd)
 exec > >(tee "$OUT/overhead.log") 2>&1
 
+[ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
 NVCC=${NVCC:-}
 if [ -z "$NVCC" ]; then
   if command -v nvcc > /dev/null; then NVCC=nvcc; else NVCC=/usr/local/cuda/bin/nvcc; fi

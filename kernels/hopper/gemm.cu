@@ -120,6 +120,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         const uint32_t round = (uint32_t)(kt / GEMM_STAGES);
         tr.range_push(iket_id::wait_free, s);
         hopper::mbar_wait(&empty[s], (round & 1u) ^ 1u, 0x100u + s);
+        __syncwarp();
         tr.range_pop();
         tr.range_push(iket_id::issue, s);
         if (lane == 0) {
@@ -147,6 +148,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
       const uint32_t round = (uint32_t)(kt / GEMM_STAGES);
       tr.range_push(iket_id::wait_data, s);
       hopper::mbar_wait(&full[s], round & 1u, 0x200u + s);
+      __syncwarp();  // reconverge before the .aligned wgmma instructions
       tr.range_pop();
 
       tr.range_push(iket_id::compute, s);

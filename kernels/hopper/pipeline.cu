@@ -81,6 +81,7 @@ extern "C" __global__ void __launch_bounds__(PIPE_THREADS, 1)
       tr.range_push(iket_id::wait_free, s);
       // The first round finds every slot free (parity of the phase before 0).
       hopper::mbar_wait(&empty[s], (round & 1u) ^ 1u, 0x100u + s);
+      __syncwarp();
       tr.range_pop();
       tr.range_push(iket_id::issue, s);
       if (lane == 0) {
@@ -101,6 +102,7 @@ extern "C" __global__ void __launch_bounds__(PIPE_THREADS, 1)
       const long long row = (long long)blockIdx.x + (long long)i * gridDim.x;
       tr.range_push(iket_id::wait_data, s);
       hopper::mbar_wait(&full[s], round & 1u, 0x200u + s);
+      __syncwarp();
       tr.range_pop();
 
       tr.range_push(iket_id::compute, s);
