@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/iket-trace/iket/trace"
 )
@@ -112,10 +111,7 @@ func (w *Writer) flushCTA() error {
 	// Sort each warp's ranges once here, so flows and the model agree on
 	// indices.
 	for i := range c.warps {
-		rs := c.ranges[c.warps[i].r0:c.warps[i].r1]
-		if !slices.IsSortedFunc(rs, cmpRangeStart) {
-			slices.SortStableFunc(rs, cmpRangeStart)
-		}
+		sortRanges(c.ranges[c.warps[i].r0:c.warps[i].r1])
 	}
 	c.flowHead = c.flowHead[:0]
 	c.flows = c.flows[:0]

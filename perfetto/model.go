@@ -104,9 +104,7 @@ func (b *builder) build(v *warpView, mode trace.Mode) int {
 	b.laneEnd = b.laneEnd[:0]
 	b.last = math.MinInt64
 	b.skipped = 0
-	if !slices.IsSortedFunc(v.ranges, cmpRangeStart) {
-		slices.SortStableFunc(v.ranges, cmpRangeStart)
-	}
+	sortRanges(v.ranges)
 	for i := range v.marks {
 		b.inst = append(b.inst, instRef{t: v.marks[i].Time, src: srcMark, idx: int32(i)})
 	}
@@ -267,6 +265,18 @@ func (b *builder) lane(r *trace.Range) int {
 		return len(b.laneEnd) - 1
 	}
 	return -1
+}
+
+// sortRanges sorts rs by start then depth, unless it is sorted already (the
+// decoder's order), which it checks without copying ranges.
+func sortRanges(rs []trace.Range) {
+	for i := 1; i < len(rs); i++ {
+		p, q := &rs[i-1], &rs[i]
+		if q.Start < p.Start || (q.Start == p.Start && q.Depth < p.Depth) {
+			slices.SortStableFunc(rs, cmpRangeStart)
+			return
+		}
+	}
 }
 
 func cmpRangeStart(a, b trace.Range) int {

@@ -15,9 +15,9 @@ import (
 
 // Options select what the [Writer] emits.
 type Options struct {
-	// Compress wraps packets in compressed_packets (zlib-framed deflate), in
-	// chunks of about 1 MiB: files shrink several times; the viewer inflates
-	// them on load.
+	// Compress wraps packets in compressed_packets (zlib-framed deflate at
+	// its fastest level), in chunks of about 1 MiB: files shrink about 8x;
+	// the viewer inflates them on load.
 	Compress bool
 	// Flows draws arrows from a producer warp's range to the consumer range
 	// of the same pipeline stage in the same CTA (docs/PERFETTO-EXPORT.md
@@ -454,7 +454,7 @@ func (w *Writer) flushChunk() {
 	}
 	w.zbuf.Reset()
 	if w.zw == nil {
-		w.zw = zlib.NewWriter(&w.zbuf)
+		w.zw, _ = zlib.NewWriterLevel(&w.zbuf, zlib.BestSpeed) // the level is valid
 	} else {
 		w.zw.Reset(&w.zbuf)
 	}
