@@ -233,3 +233,39 @@ func TestFormat(t *testing.T) {
 		t.Errorf("dims = %q", got)
 	}
 }
+
+// TestActivitySeriesMerged: past maxSeries names, the smallest series merge
+// into one (name -1) and no time is lost.
+func TestActivitySeriesMerged(t *testing.T) {
+	const n = maxSeries + 6
+	var ranges []RangeView
+	var want float64
+	for i := range n {
+		d := int64(100 + 10*i) // name i lasts longer for larger i
+		ranges = append(ranges, RangeView{Name: "r" + itoa(uint64(i)), Start: 1000, End: 1000 + d})
+		want += float64(d)
+	}
+	p := extract(t, render(t, &Input{Warps: []WarpView{{Started: true, First: 1000, Last: 2000, Ranges: ranges}}}))
+	a := p.Activity
+	if len(a.Names) != maxSeries+1 || a.Names[maxSeries] != -1 {
+		t.Fatalf("activity names %v, want %d named then -1", a.Names, maxSeries)
+	}
+	var got float64
+	kept := map[string]bool{}
+	for s, idx := range a.Names {
+		if idx >= 0 {
+			kept[p.Names[idx]] = true
+		}
+		for _, v := range a.Series[s] {
+			got += v * float64(a.Width)
+		}
+	}
+	if got < want-1 || got > want+1 {
+		t.Errorf("strip holds %g ns, want %g", got, want)
+	}
+	for i := range 6 { // the six shortest were merged
+		if kept["r"+itoa(uint64(i))] {
+			t.Errorf("r%d kept, want it merged", i)
+		}
+	}
+}
