@@ -43,6 +43,11 @@ static void eventcost_step(const Options& o, Device& dev, Timer& tm) {
   int blocks_per_sm = 0;
   CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, f_on, 1024, 0));
   const int warps_per_sm = blocks_per_sm * 32;
+  if (blocks_per_sm < 1) {
+    fail("eventcost: ev_loop with 1024 threads fits no CTA on an SM (occupancy %d)",
+         blocks_per_sm);
+    return;
+  }
 
   struct Case {
     const char* name;
