@@ -681,6 +681,11 @@ int main(int argc, char** argv) {
     return 64;
   }
   if (o.step == "selftest") return selftest(o);
+  if (o.step != "check" && o.step != "trace" && o.step != "time" &&
+      o.step != "eventcost") {
+    fprintf(stderr, "bench: unknown step %s\n", o.step.c_str());
+    return usage();
+  }
 
   Device dev;
   dev.init();
