@@ -281,17 +281,16 @@ func (d *Device) Close() error {
 		errs = append(errs, err)
 	}
 	if d.broken != nil {
-		errs = nil // every call fails on a poisoned context; releasing it frees all
-	}
-	if err := d.ctx.Release(); err != nil {
-		errs = append(errs, err)
-	}
-	if d.broken != nil {
-		// A poisoned context is useless to every holder; destroy it now so the
-		// next OpenDevice gets a fresh one.
+		// Every call fails on a poisoned context, and it is useless to every
+		// holder: destroy it now (freeing everything in it) so the next
+		// OpenDevice gets a fresh one.
+		errs = nil
 		if err := d.ctx.Reset(); err != nil {
 			errs = append(errs, err)
 		}
+		_ = d.ctx.Release()
+	} else if err := d.ctx.Release(); err != nil {
+		errs = append(errs, err)
 	}
 	if d.nvml != nil {
 		d.nvml.close()

@@ -1,0 +1,518 @@
+package iket
+
+// GPU tests. Each opens device 0 and skips, stating why, when there is no
+// driver or GPU; with IKET_REQUIRE_GPU=1 they fail instead, so a GPU run
+// can never pass by skipping. They use the kernels embedded in package
+// kernels, so a test binary (go test -c) runs from any directory.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+func openGPU(t *testing.T) *Device {
+	t.Helper()
+	d, err := OpenDevice(0)
+	if err != nil {
+		if errors.Is(err, ErrNoDevice) && os.Getenv("IKET_REQUIRE_GPU") != "1" {
+			t.Skipf("no GPU (set IKET_REQUIRE_GPU=1 to fail instead): %v", err)
+		}
+		t.Fatalf("open GPU: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Errorf("close device: %v", err)
+		}
+	})
+	return d
+}
+
+// build compiles a built-in program in one build and closes it at cleanup.
+func build(t *testing.T, d *Device, prog string, instrumented bool) (*Program, *Module) {
+	t.Helper()
+	p, err := Builtin(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := p.Source()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := d.Compile(src, instrumented, "")
+	if err != nil {
+		t.Fatalf("compile %s (instrumented %v): %v", prog, instrumented, err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("close module: %v", err)
+		}
+	})
+	return p, m
+}
+
+func setup(t *testing.T, d *Device, p *Program, cfg LaunchConfig) *Workload {
+	t.Helper()
+	w, err := p.Setup(d, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := w.Close(); err != nil {
+			t.Errorf("close workload: %v", err)
+		}
+	})
+	return w
+}
+
+// rawEvent is a record's fields without its clock.
+type rawEvent struct {
+	Kind    trace.Kind
+	Name    uint16
+	Payload uint16
+}
+
+// slot decodes warp slot s of a result: header and its non-empty records.
+func slot(t *testing.T, r *TraceResult, s uint64) (trace.WarpHeader, []rawEvent) {
+	t.Helper()
+	st := r.Meta.Stride()
+	b := r.Buffers[int64(s)*st : int64(s+1)*st]
+	var h trace.WarpHeader
+	trace.DecodeWarpHeader(b, &h)
+	var evs []rawEvent
+	for i := uint32(0); i < r.Meta.Capacity; i++ {
+		rec := trace.Record(binary.LittleEndian.Uint64(b[trace.WarpHeaderSize+8*int(i):]))
+		if rec.Kind() == trace.KindInvalid {
+			continue
+		}
+		evs = append(evs, rawEvent{rec.Kind(), rec.Name(), rec.Payload()})
+	}
+	return h, evs
+}
+
+func TestGPUInfo(t *testing.T) {
+	d := openGPU(t)
+	info := d.Info()
+	t.Logf("device: %+v", info)
+	if info.Before != nil {
+		t.Logf("conditions: %+v", *info.Before)
+	} else {
+		t.Logf("no NVML conditions: %v", d.NVMLError())
+	}
+	if info.Name == "" || info.SMs <= 0 || !regexp.MustCompile(`^\d+\.\d+$`).MatchString(info.ComputeCap) ||
+		!regexp.MustCompile(`^GPU-[0-9a-f]{8}-`).MatchString(info.UUID) || info.CUDA == "" {
+		t.Errorf("incomplete device info: %+v", info)
+	}
+	if d.NVMLError() == nil && (info.Before == nil || info.Before.SMClockMHz == 0 || info.Driver == "") {
+		t.Errorf("NVML opened but conditions are missing: %+v", info)
+	}
+	if l := d.Limits(); l.MaxThreadsPerBlock == 0 || l.MaxGrid[0] == 0 || l.MaxSharedOptin == 0 {
+		t.Errorf("limits not read: %+v", l)
+	}
+}
+
+var warpRolesNames = []trace.Name{
+	{ID: 1, Kind: trace.NameRole, Text: "producer"},
+	{ID: 2, Kind: trace.NameRole, Text: "consumer"},
+	{ID: 3, Kind: trace.NameMark, Text: "kernel_start"},
+	{ID: 4, Kind: trace.NameRange, Text: "producer_load"},
+	{ID: 5, Kind: trace.NameRange, Text: "wait_for_data"},
+	{ID: 6, Kind: trace.NameRange, Text: "consumer_compute"},
+}
+
+func TestGPUCompileAndNames(t *testing.T) {
+	d := openGPU(t)
+	_, base := build(t, d, "warp_roles", false)
+	_, inst := build(t, d, "warp_roles", true)
+	if base.Instrumented() || !inst.Instrumented() {
+		t.Fatalf("Instrumented: base %v inst %v", base.Instrumented(), inst.Instrumented())
+	}
+	names, err := inst.Names()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(warpRolesNames, names); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+	if _, err := base.Names(); err == nil {
+		t.Error("the baseline build has a name table")
+	}
+	// A prebuilt image is one build: an instrumented cubin is refused as a
+	// baseline and accepted as the instrumented build.
+	p, _ := Builtin("warp_roles")
+	src, _ := p.Source()
+	cubin, _, err := buildImage("warp_roles.cu", src, true, DefaultArch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre := Source{Path: "warp_roles.cubin", Data: cubin}
+	if m, err := d.Compile(pre, false, ""); err == nil {
+		m.Close()
+		t.Error("an instrumented cubin loaded as a baseline")
+	}
+	m, err := d.Compile(pre, true, "")
+	if err != nil {
+		t.Fatalf("load instrumented cubin: %v", err)
+	}
+	defer m.Close()
+	if m.Source().Kind != KindCUBIN {
+		t.Errorf("prebuilt kind = %v", m.Source().Kind)
+	}
+}
+
+// wantWarpRoles is the event sequence of warp 0 (producer) and warp 1
+// (consumer) of every warp_roles CTA.
+var wantWarpRoles = [2][]rawEvent{
+	{{trace.KindMark, 3, 0}, {trace.KindRole, 1, 0}, {trace.KindPush, 4, 0}, {trace.KindPop, 4, 0}, {trace.KindPush, 5, 0}, {trace.KindPop, 5, 0}},
+	{{trace.KindMark, 3, 1}, {trace.KindRole, 2, 0}, {trace.KindPush, 5, 0}, {trace.KindPop, 5, 0}, {trace.KindPush, 6, 0}, {trace.KindPop, 6, 0}},
+}
+
+func TestGPUTraceWarpRoles(t *testing.T) {
+	d := openGPU(t)
+	p, inst := build(t, d, "warp_roles", true)
+	cfg := p.Config(d)
+	w := setup(t, d, p, cfg)
+	tests := []struct {
+		name     string
+		opt      TraceOptions
+		recorded func(events []rawEvent) []rawEvent // what the buffer keeps, in slot order
+	}{
+		{"device stop", TraceOptions{Capacity: 64}, func(e []rawEvent) []rawEvent { return e }},
+		{"watch stop", TraceOptions{Capacity: 64, Watch: true}, func(e []rawEvent) []rawEvent { return e }},
+		{"stop drops", TraceOptions{Capacity: 4}, func(e []rawEvent) []rawEvent { return e[:4] }},
+		{"wrap keeps newest", TraceOptions{Capacity: 4, Mode: trace.ModeWrap}, func(e []rawEvent) []rawEvent { return []rawEvent{e[4], e[5], e[2], e[3]} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := w.Poison(); err != nil {
+				t.Fatal(err)
+			}
+			res, err := inst.Trace(cfg, w.Args, tt.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Verify(); err != nil {
+				t.Errorf("traced launch output: %v", err)
+			}
+			m := res.Meta
+			if m.Warps != 2*cfg.CTAs() || m.WarpsPerCTA != 2 || int64(len(res.Buffers)) != m.Size() || res.Partial || res.KernelTime <= 0 {
+				t.Fatalf("meta %+v, %d bytes, partial %v, time %v", m, len(res.Buffers), res.Partial, res.KernelTime)
+			}
+			if diff := cmp.Diff(warpRolesNames, m.Names); diff != "" {
+				t.Errorf("names (-want +got):\n%s", diff)
+			}
+			sms := uint32(d.Info().SMs)
+			for s := uint64(0); s < m.Warps; s++ {
+				h, evs := slot(t, res, s)
+				cta, warp := uint32(s/2), uint32(s%2)
+				if h.Magic != trace.WarpMagic || h.Flags != 3 || h.CTA != [3]uint32{cta, 0, 0} || h.Warp != warp ||
+					h.Count != 6 || h.SM >= sms || h.EndGlobaltimer < h.StartGlobaltimer || h.EndClock <= h.StartClock {
+					t.Fatalf("slot %d header %+v", s, h)
+				}
+				if diff := cmp.Diff(tt.recorded(wantWarpRoles[warp]), evs); diff != "" {
+					t.Fatalf("slot %d events (-want +got):\n%s", s, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestGPUTiming(t *testing.T) {
+	d := openGPU(t)
+	p, base := build(t, d, "warp_roles", false)
+	_, inst := build(t, d, "warp_roles", true)
+	cfg := p.Config(d)
+	w := setup(t, d, p, cfg)
+	tests := []struct {
+		name string
+		opt  TimingOptions
+	}{
+		{"until stable, flushed", TimingOptions{Rounds: 3, CallsPerRound: 10}},
+		{"fixed warm-up, no flush", TimingOptions{Warmup: 5, Rounds: 4, CallsPerRound: 5, SkipL2Flush: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := w.Poison(); err != nil {
+				t.Fatal(err)
+			}
+			lat, err := Time(base, inst, cfg, w.Args, tt.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("uninstrumented %+v", lat.Uninstrumented)
+			t.Logf("instrumented %+v", lat.Instrumented)
+			t.Logf("ratio %.3f settings %+v", lat.Ratio, lat.Settings)
+			if err := w.Verify(); err != nil {
+				t.Errorf("output after timing: %v", err)
+			}
+			for _, s := range []trace.Samples{lat.Uninstrumented, lat.Instrumented} {
+				if len(s.RoundsUS) != tt.opt.Rounds || s.MinUS <= 0 || s.MinUS > s.MedianUS || s.MedianUS > s.MaxUS || s.MaxUS > 1e6 {
+					t.Errorf("implausible samples %+v", s)
+				}
+			}
+			if lat.Ratio < 0.3 || lat.Ratio > 10 {
+				t.Errorf("ratio %v is implausible", lat.Ratio)
+			}
+			st := lat.Settings
+			if st.Rounds != tt.opt.Rounds || st.CallsPerRound != tt.opt.CallsPerRound || !st.Interleaved ||
+				st.FlushL2 == tt.opt.SkipL2Flush || st.Warmup <= 0 || st.Boundary == "" {
+				t.Errorf("settings %+v do not match options %+v", st, tt.opt)
+			}
+			if tt.opt.Warmup > 0 && (st.Warmup != tt.opt.Warmup || st.WarmupStableAt != 0) {
+				t.Errorf("fixed warm-up recorded as %d calls, stable at %d", st.Warmup, st.WarmupStableAt)
+			}
+		})
+	}
+	if _, err := Time(inst, inst, cfg, w.Args, TimingOptions{}); err == nil {
+		t.Error("Time accepted an instrumented baseline")
+	}
+}
+
+func TestGPURunAndCapture(t *testing.T) {
+	d := openGPU(t)
+	p, _ := Builtin("warp_roles")
+	res, err := Run(context.Background(), d, p, RunOptions{Trace: TraceOptions{Capacity: 16}, Timing: TimingOptions{Rounds: 3, CallsPerRound: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Latency == nil || res.Launch == nil || res.Launch.Meta.Latency != res.Latency || res.Device.Name == "" {
+		t.Fatalf("incomplete result: %+v", res)
+	}
+	path := filepath.Join(t.TempDir(), "trace.iket")
+	if err := WriteCapture(path, res.Meta("iket-test"), res.Launch); err != nil {
+		t.Fatal(err)
+	}
+	c, err := trace.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	dec, err := trace.NewDecoder(c.Launch(0), trace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wp trace.Warp
+	for {
+		err := dec.Next(&wp)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+	}
+	sum := dec.Summary()
+	warps := 2 * res.Config.CTAs()
+	want := trace.Summary{Warps: warps, Started: warps, Finished: warps, Stored: 6 * warps, Attempted: 6 * warps, Ranges: 2 * warps, Marks: warps}
+	if diff := cmp.Diff(want, sum); diff != "" {
+		t.Errorf("decoded summary (-want +got):\n%s", diff)
+	}
+	if err := dec.Err(); err != nil {
+		t.Errorf("decoder: %v", err)
+	}
+}
+
+func TestGPUConfigErrors(t *testing.T) {
+	d := openGPU(t)
+	p, inst := build(t, d, "warp_roles", true)
+	_, base := build(t, d, "warp_roles", false)
+	cfg := p.Config(d)
+	w := setup(t, d, p, cfg)
+	tests := []struct {
+		name  string
+		cfg   LaunchConfig
+		field string
+	}{
+		{"unknown kernel", LaunchConfig{Kernel: "nope", Grid: cfg.Grid, Block: cfg.Block}, "kernel"},
+		{"over launch bounds", LaunchConfig{Kernel: cfg.Kernel, Grid: cfg.Grid, Block: [3]uint32{128, 1, 1}}, "block"},
+		{"zero grid", LaunchConfig{Kernel: cfg.Kernel, Block: cfg.Block}, "grid"},
+		{"too many threads", LaunchConfig{Kernel: cfg.Kernel, Grid: cfg.Grid, Block: [3]uint32{2048, 1, 1}}, "block"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := inst.Trace(tt.cfg, w.Args, TraceOptions{})
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != tt.field {
+				t.Fatalf("Trace error = %v, want a ConfigError on %s", err, tt.field)
+			}
+		})
+	}
+	if _, err := base.Trace(cfg, w.Args, TraceOptions{}); err == nil {
+		t.Error("traced an uninstrumented module")
+	}
+	if err := p.Check(inst, cfg, &Workload{Args: w.Args[:1], Poison: w.Poison, Verify: w.Verify}, 0); err == nil {
+		t.Error("Check accepted one argument for two parameters")
+	}
+	// The device is still fine after refused launches.
+	if err := p.Check(inst, cfg, w, 0); err != nil {
+		t.Errorf("check after config errors: %v", err)
+	}
+}
+
+// faultCodes are the CUDA errors each fault mode may produce.
+var faultCodes = map[uint32][]string{
+	0: {"CUDA_ERROR_ILLEGAL_ADDRESS"},
+	1: {"CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_ASSERT"},
+}
+
+func TestGPUFault(t *testing.T) {
+	for _, mode := range []uint32{0, 1} {
+		for _, watch := range []bool{true, false} {
+			t.Run(map[uint32]string{0: "illegal address", 1: "trap"}[mode]+map[bool]string{true: " watch", false: " device"}[watch], func(t *testing.T) {
+				d := openGPU(t)
+				p, inst := build(t, d, "fault", true)
+				cfg := p.Config(d)
+				w := setup(t, d, p, cfg)
+				w.Args[1] = U32(mode)
+				_, err := inst.Trace(cfg, w.Args, TraceOptions{Capacity: 16, Watch: watch})
+				var ke *KernelError
+				if !errors.As(err, &ke) {
+					t.Fatalf("Trace error = %v, want a *KernelError", err)
+				}
+				t.Logf("fault: %v", err)
+				if !slices.Contains(faultCodes[mode], ke.Code) || ke.Kernel != "fault" || ke.Config != cfg {
+					t.Errorf("KernelError code %q kernel %q config %v, want one of %v", ke.Code, ke.Kernel, ke.Config, faultCodes[mode])
+				}
+				if watch {
+					if ke.Result == nil || !ke.Result.Partial {
+						t.Fatalf("watch mode kept no buffers after the fault")
+					}
+					// Slot 1 is CTA 0's consumer warp, the one that faulted.
+					h, evs := slot(t, ke.Result, 1)
+					if !h.Started() || h.Finished() || h.CTA != [3]uint32{} || h.Warp != 1 {
+						t.Errorf("faulting warp header %+v", h)
+					}
+					want := []rawEvent{{trace.KindRole, 2, 0}, {trace.KindPush, 4, 0}, {trace.KindMark, 5, uint16(mode)}}
+					if len(evs) < 2 || !cmp.Equal(want[:2], evs[:2]) {
+						t.Errorf("faulting warp events %v, want to start with %v", evs, want[:2])
+					}
+					if !cmp.Equal(want, evs) {
+						t.Logf("the last event before the fault did not reach host memory: %v", evs)
+					}
+				}
+				if _, err := d.Alloc(16); !errors.Is(err, ErrDeviceUnusable) {
+					t.Errorf("Alloc after a fault: %v, want ErrDeviceUnusable", err)
+				}
+			})
+		}
+	}
+	// Closing the poisoned device reset the context: a new one works.
+	d := openGPU(t)
+	p, inst := build(t, d, "warp_roles", true)
+	cfg := p.Config(d)
+	if err := p.Check(inst, cfg, setup(t, d, p, cfg), 0); err != nil {
+		t.Errorf("check after recovering from faults: %v", err)
+	}
+}
+
+func TestGPUHang(t *testing.T) {
+	for _, watch := range []bool{true, false} {
+		t.Run(map[bool]string{true: "watch", false: "device"}[watch], func(t *testing.T) {
+			d := openGPU(t)
+			p, inst := build(t, d, "hang", true)
+			cfg := p.Config(d)
+			w := setup(t, d, p, cfg)
+			if err := w.Poison(); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_, err := inst.Trace(cfg, w.Args, TraceOptions{Capacity: 16, Watch: watch, Timeout: 300 * time.Millisecond})
+			took := time.Since(start)
+			var he *HangError
+			if !errors.As(err, &he) {
+				t.Fatalf("Trace error = %v, want a *HangError", err)
+			}
+			t.Logf("hang after %v: %v", took, err)
+			if took > 5*time.Second || he.Timeout != 300*time.Millisecond {
+				t.Errorf("hang reported after %v (timeout %v)", took, he.Timeout)
+			}
+			if watch && he.Result == nil {
+				t.Fatal("watch mode kept no buffers")
+			}
+			if he.Result != nil {
+				for c := uint64(0); c < cfg.CTAs(); c++ {
+					h, evs := slot(t, he.Result, 2*c)
+					want := []rawEvent{{trace.KindRole, 1, 0}, {trace.KindPush, 3, 0}, {trace.KindPop, 3, 0}, {trace.KindMark, 5, 0}}
+					if !h.Finished() || h.Count != 4 || !cmp.Equal(want, evs) {
+						t.Errorf("CTA %d producer: header %+v events %v, want finished with %v", c, h, evs, want)
+					}
+					h, evs = slot(t, he.Result, 2*c+1)
+					want = []rawEvent{{trace.KindRole, 2, 0}, {trace.KindPush, 4, 0}}
+					if !h.Started() || h.Finished() || !cmp.Equal(want, evs) {
+						t.Errorf("CTA %d consumer: header %+v events %v, want started, unfinished, last event push wait_ready", c, h, evs)
+					}
+				}
+			}
+			if _, err := d.Alloc(16); !errors.Is(err, ErrDeviceUnusable) {
+				t.Errorf("Alloc during a hang: %v, want ErrDeviceUnusable", err)
+			}
+			// Release the kernel; the device recovers and frees what it parked.
+			rel := w.Buffers["release"].Bytes()
+			atomic.StoreUint32((*uint32)(unsafe.Pointer(&rel[0])), 1)
+			if err := d.WaitIdle(20 * time.Second); err != nil {
+				t.Fatalf("device after releasing the hung kernel: %v", err)
+			}
+			wp, winst := build(t, d, "warp_roles", true)
+			wcfg := wp.Config(d)
+			if err := wp.Check(winst, wcfg, setup(t, d, wp, wcfg), 0); err != nil {
+				t.Errorf("check after the hang: %v", err)
+			}
+		})
+	}
+}
+
+func TestGPUNoLeaks(t *testing.T) {
+	d := openGPU(t)
+	func() {
+		p, base := build(t, d, "warp_roles", false)
+		_, inst := build(t, d, "warp_roles", true)
+		cfg := p.Config(d)
+		w, err := p.Setup(d, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if _, err := inst.Trace(cfg, w.Args, TraceOptions{Watch: true}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Time(base, inst, cfg, w.Args, TimingOptions{Warmup: 1, Rounds: 1, CallsPerRound: 2}); err != nil {
+			t.Fatal(err)
+		}
+		// Modules and workload are open here: 2 modules + 2 buffers.
+		if n := d.liveCount(); n != 4 {
+			t.Errorf("%d live resources while in use, want 4", n)
+		}
+		w.Close()
+		base.Close()
+		inst.Close()
+	}()
+	if n := d.liveCount(); n != 0 {
+		t.Errorf("%d resources left after closing everything", n)
+	}
+	d2, err := OpenDevice(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d2.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := d2.Alloc(1); !errors.Is(err, ErrDeviceUnusable) {
+		t.Errorf("Alloc after Close: %v", err)
+	}
+}
