@@ -204,6 +204,17 @@ func TestConverters(t *testing.T) {
 	if diff := cmp.Diff([]ViolationRow{{"pop-empty", 1}, {"unclosed", 2}}, ViolationRowsFrom(sum)); diff != "" {
 		t.Errorf("ViolationRowsFrom (-want +got):\n%s", diff)
 	}
+	stats := []trace.RangeStats{
+		{Role: "producer", Range: "load", Count: 24, Incomplete: 1, TotalNs: 14400, MeanNs: 600, P50Ns: 590, P90Ns: 650, P99Ns: 700, MinNs: 500, MaxNs: 710, Share: 0.5, Warps: 4},
+		{Role: "", Range: "load", Count: 24, MeanNs: 600, P50Ns: 590, P99Ns: 700, MaxNs: 710, Share: 0.25},
+	}
+	wantStats := []StatRow{
+		{Role: "producer", Range: "load", Count: 24, Incomplete: 1, MeanNs: 600, P50Ns: 590, P99Ns: 700, MaxNs: 710, Share: 0.5},
+		{Role: "all roles", Range: "load", Count: 24, MeanNs: 600, P50Ns: 590, P99Ns: 700, MaxNs: 710, Share: 0.25},
+	}
+	if diff := cmp.Diff(wantStats, StatRowsFrom(stats)); diff != "" {
+		t.Errorf("StatRowsFrom (-want +got):\n%s", diff)
+	}
 	fits := []trace.ClockFit{{SM: 4, MHz: 1980.5, Points: 12, ResidualRMSNs: 3.5, ResidualMaxNs: 9, Fallback: ""},
 		{SM: 9, MHz: 1980, Points: 1, Fallback: "single distinct anchor: used median"}}
 	want := []ClockRow{{SM: 4, MHz: 1980.5, Points: 12, ResidualRMSNs: 3.5, ResidualMaxNs: 9},

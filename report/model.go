@@ -92,6 +92,9 @@ type MarkView struct {
 type StatRow struct {
 	Role, Range string
 	Count       uint64
+	// Incomplete counts the unclosed or truncated ranges among Count (their
+	// durations are lower bounds).
+	Incomplete uint64
 	// Durations in ns.
 	MeanNs, P50Ns, P99Ns, MaxNs float64
 	// Share is the fraction (0..1) of the role's warps' time spent inside the
@@ -144,6 +147,21 @@ type Omitted struct {
 	// Filtered counts warps left out by [Limits.CTAs] or [Limits.SMs]
 	// (included in Warps).
 	Filtered uint64
+}
+
+// StatRowsFrom converts an analyzer's rows ([trace.Analyzer.Stats]); the
+// rows that aggregate every role (Role "") get the role "all roles".
+func StatRowsFrom(stats []trace.RangeStats) []StatRow {
+	rows := make([]StatRow, len(stats))
+	for i, s := range stats {
+		role := s.Role
+		if role == "" {
+			role = "all roles"
+		}
+		rows[i] = StatRow{Role: role, Range: s.Range, Count: s.Count, Incomplete: s.Incomplete,
+			MeanNs: s.MeanNs, P50Ns: s.P50Ns, P99Ns: s.P99Ns, MaxNs: s.MaxNs, Share: s.Share}
+	}
+	return rows
 }
 
 // ClockRowsFrom converts a decoder's clock fits ([trace.Decoder.Clocks]).

@@ -194,7 +194,7 @@ func TestWriteTables(t *testing.T) {
 		{"stats", []string{
 			"role range count mean p50 p99 max share",
 			"producer load 24 600 ns 600 ns 600 ns 600 ns 56.1%",
-			"consumer compute 71 800 ns 800 ns 800 ns 800 ns 75.0%",
+			"consumer compute 71 (1 incomplete) 800 ns 800 ns 800 ns 800 ns 75.0%",
 			"load 0.0% 25.0%", "compute 50.0% 0.0%",
 		}},
 		{"drops", []string{"warps 16", "started / finished 16 / 15", "dropped 0", "unclosed"}},

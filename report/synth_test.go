@@ -188,7 +188,7 @@ func synthInput(t testing.TB, c *trace.Capture, lim Limits) *Input {
 		Meta: &c.Meta, Launch: 0, Limits: lim,
 		Stats: []StatRow{
 			{Role: "producer", Range: "load", Count: 24, MeanNs: 600, P50Ns: 600, P99Ns: 600, MaxNs: 600, Share: 0.561},
-			{Role: "consumer", Range: "compute", Count: 71, MeanNs: 800, P50Ns: 800, P99Ns: 800, MaxNs: 800, Share: 0.75},
+			{Role: "consumer", Range: "compute", Count: 71, Incomplete: 1, MeanNs: 800, P50Ns: 800, P99Ns: 800, MaxNs: 800, Share: 0.75},
 		},
 		Overlap:    &OverlapMatrix{Names: []string{"load", "compute"}, Share: [][]float64{{0, 0.25}, {0.5, 0}}},
 		Drops:      DropsFrom(sum),
