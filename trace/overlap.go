@@ -206,7 +206,8 @@ type ctaAnalysis struct {
 	open   bool
 	cur    ctaInfo
 	warps  []ctaWarp
-	ranges []ctaRange
+	ranges []ctaRange // arrival order: (warp, start)
+	sorted []ctaRange // by (name, payload, warp, start), from buildSteps
 	ctas   []ctaInfo
 	done   ctaResults
 
@@ -215,6 +216,8 @@ type ctaAnalysis struct {
 	ivs     []ctaRange
 	evs     []stepEvent
 	groups  [][2]int
+	keys    []uint64
+	idx     []uint32
 	stepBuf []step
 }
 
@@ -242,9 +245,15 @@ func (c *ctaAnalysis) add(w *Warp) {
 	}
 	wi := int32(len(c.warps))
 	c.warps = append(c.warps, ctaWarp{ref: refOf(w), role: w.Role})
+	base := len(c.ranges)
 	for i := range w.Ranges {
 		r := &w.Ranges[i]
 		c.ranges = append(c.ranges, ctaRange{name: r.Name, payload: r.Payload, warp: wi, start: r.Start, end: r.End})
+	}
+	// A Decoder gives ranges in start order; keep that order for any caller.
+	batch := c.ranges[base:]
+	if !slices.IsSortedFunc(batch, func(p, q ctaRange) int { return cmp.Compare(p.start, q.start) }) {
+		slices.SortStableFunc(batch, func(p, q ctaRange) int { return cmp.Compare(p.start, q.start) })
 	}
 }
 
@@ -292,8 +301,8 @@ func (c *ctaAnalysis) process(idx int32, out *ctaResults) {
 	c.buildSteps()
 	for i := range c.byName {
 		ns := &c.byName[i]
-		first := c.ranges[ns.lo]
-		for _, r := range c.ranges[ns.lo+1 : ns.hi] {
+		first := c.sorted[ns.lo]
+		for _, r := range c.sorted[ns.lo+1 : ns.hi] {
 			if r.start < first.start {
 				first = r
 			}
@@ -321,26 +330,42 @@ func (c *ctaAnalysis) process(idx int32, out *ctaResults) {
 	}
 }
 
-// buildSteps sorts the CTA's ranges by (name, payload, warp, start) and
-// fills c.byName with each name's step function.
+// buildSteps fills c.sorted with the CTA's ranges sorted by (name, payload,
+// warp, start) and c.byName with each name's step function. c.ranges stays
+// in arrival order, which is (warp, start) order. The sorts are on packed
+// integer keys: this is the analyzer's hot path.
 func (c *ctaAnalysis) buildSteps() {
-	slices.SortFunc(c.ranges, func(p, q ctaRange) int {
-		return cmp.Or(cmp.Compare(p.name, q.name), cmp.Compare(p.payload, q.payload),
-			cmp.Compare(p.warp, q.warp), cmp.Compare(p.start, q.start), cmp.Compare(p.end, q.end))
-	})
+	c.keys = c.keys[:0]
+	for i, r := range c.ranges {
+		c.keys = append(c.keys, uint64(r.name)<<48|uint64(r.payload)<<32|uint64(i))
+	}
+	slices.Sort(c.keys)
+	c.sorted = c.sorted[:0]
+	for _, k := range c.keys {
+		c.sorted = append(c.sorted, c.ranges[uint32(k)])
+	}
 	c.byName = c.byName[:0]
 	c.stepBuf = c.stepBuf[:0]
-	for lo := 0; lo < len(c.ranges); {
+	for lo := 0; lo < len(c.sorted); {
 		hi := lo + 1
-		for hi < len(c.ranges) && c.ranges[hi].name == c.ranges[lo].name {
+		for hi < len(c.sorted) && c.sorted[hi].name == c.sorted[lo].name {
 			hi++
 		}
-		c.byName = append(c.byName, nameSteps{name: c.ranges[lo].name, lo: lo, hi: hi})
+		c.byName = append(c.byName, nameSteps{name: c.sorted[lo].name, lo: lo, hi: hi})
 		lo = hi
 	}
 	for i := range c.byName {
 		ns := &c.byName[i]
-		c.ivs = unionByWarp(c.ivs[:0], c.ranges[ns.lo:ns.hi], nil)
+		// The name's ranges in arrival order: the keys' low halves, sorted.
+		c.idx = c.idx[:0]
+		for _, k := range c.keys[ns.lo:ns.hi] {
+			c.idx = append(c.idx, uint32(k))
+		}
+		slices.Sort(c.idx)
+		c.ivs = c.ivs[:0]
+		for _, j := range c.idx {
+			c.ivs = unionAppend(c.ivs, c.ranges[j])
+		}
 		start := len(c.stepBuf)
 		c.stepBuf, ns.active = c.appendSteps(c.stepBuf, c.ivs)
 		ns.steps = c.stepBuf[start:]
@@ -352,6 +377,20 @@ func (c *ctaAnalysis) buildSteps() {
 		c.byName[i].steps = c.stepBuf[off : off+n : off+n]
 		off += n
 	}
+}
+
+// unionAppend adds r to ivs, ranges arriving in (warp, start) order, merging
+// it into the last interval when that is the same warp's and touches it.
+// Empty ranges are left out.
+func unionAppend(ivs []ctaRange, r ctaRange) []ctaRange {
+	if r.end <= r.start {
+		return ivs
+	}
+	if n := len(ivs); n > 0 && ivs[n-1].warp == r.warp && r.start <= ivs[n-1].end {
+		ivs[n-1].end = max(ivs[n-1].end, r.end)
+		return ivs
+	}
+	return append(ivs, r)
 }
 
 // unionByWarp appends to dst the union of each warp's intervals in rs
@@ -368,16 +407,11 @@ func unionByWarp(dst, rs []ctaRange, keep func(w int32) bool) []ctaRange {
 	slices.SortFunc(iv, func(p, q ctaRange) int {
 		return cmp.Or(cmp.Compare(p.warp, q.warp), cmp.Compare(p.start, q.start))
 	})
-	n := 0
+	out := dst[:base]
 	for _, r := range iv {
-		if n > 0 && iv[n-1].warp == r.warp && r.start <= iv[n-1].end {
-			iv[n-1].end = max(iv[n-1].end, r.end)
-			continue
-		}
-		iv[n] = r
-		n++
+		out = unionAppend(out, r)
 	}
-	return dst[:base+n]
+	return out
 }
 
 // appendSteps appends the step function of the per-warp disjoint intervals
@@ -452,8 +486,8 @@ func overlapSteps(xs, ys []step) int64 {
 // order checks before(x.name, y.name) in the open CTA into o: see
 // [Analyzer.Order]. Ranges are sorted by (name, payload, warp, start).
 func (c *ctaAnalysis) order(x, y *nameSteps, o *orderAcc) {
-	xr := c.ranges[x.lo:x.hi]
-	yr := c.ranges[y.lo:y.hi]
+	xr := c.sorted[x.lo:x.hi]
+	yr := c.sorted[y.lo:y.hi]
 	xi := 0
 	for lo := 0; lo < len(yr); {
 		p := yr[lo].payload
@@ -664,7 +698,7 @@ func (a *Analyzer) Occupancy(cta uint64) (*Occupancy, error) {
 		keep := func(w int32) bool { return c.warps[w].role == role }
 		for i := range c.byName {
 			ns := &c.byName[i]
-			c.ivs = unionByWarp(c.ivs[:0], c.ranges[ns.lo:ns.hi], keep)
+			c.ivs = unionByWarp(c.ivs[:0], c.sorted[ns.lo:ns.hi], keep)
 			if len(c.ivs) == 0 {
 				continue
 			}
