@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -30,6 +31,12 @@ type rec struct {
 // leaves a push open.
 func buildCapture(t testing.TB) *trace.Capture {
 	t.Helper()
+	return buildCaptureWith(t, nil)
+}
+
+// buildCaptureWith lets edit change a warp's header before it is written.
+func buildCaptureWith(t testing.TB, edit func(slot int, h *trace.WarpHeader)) *trace.Capture {
+	t.Helper()
 	meta := testMeta()
 	l := &meta.Launches[0]
 	l.Capacity = 8
@@ -48,6 +55,9 @@ func buildCapture(t testing.TB) *trace.Capture {
 		h := trace.WarpHeader{Magic: trace.WarpMagic, SM: uint32(s / 2), CTA: [3]uint32{uint32(s / 2), 0, 0}, Warp: uint32(s % 2),
 			StartGlobaltimer: t0 + uint64(s)*3, StartClock: startClk, EndGlobaltimer: t0 + uint64(s)*3 + 1000, EndClock: startClk + 1000,
 			Count: uint32(len(evs)), Flags: trace.FlagStarted | trace.FlagFinished}
+		if edit != nil {
+			edit(s, &h)
+		}
 		trace.EncodeWarpHeader(b, &h)
 		for i, e := range evs {
 			if i >= int(l.Capacity) {
@@ -194,5 +204,35 @@ func TestWriteJSON(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), `"consumer_compute (unclosed)"`) {
 		t.Error("the unclosed range is not labelled")
+	}
+}
+
+func TestExportCorruptWarp(t *testing.T) {
+	c := buildCaptureWith(t, func(slot int, h *trace.WarpHeader) {
+		if slot == 2 {
+			h.EndClock = h.StartClock - 1 // anchors out of order: a WarpError
+		}
+	})
+	var buf bytes.Buffer
+	if err := ExportCapture(&buf, c, Options{Counters: true, Flows: true}); err != nil {
+		t.Fatalf("ExportCapture: %v", err)
+	}
+	if err := CheckValid(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatalf("CheckValid: %v", err)
+	}
+	m := resolve(t, readPackets(t, buf.Bytes()))
+	launch := m.path(t, "GPU · Test GPU", "launch 0 · warp_roles")
+	var problems []string
+	for _, e := range m.events[launch] {
+		if e.name == "problem" {
+			problems = append(problems, e.args["detail"].(string))
+		}
+	}
+	if len(problems) != 1 || !strings.Contains(problems[0], "warp 2") || !strings.Contains(problems[0], "end clock") {
+		t.Errorf("problems = %q, want one about warp 2's end clock", problems)
+	}
+	// The CTA keeps its other warp.
+	if got := m.childNames(m.path(t, "GPU · Test GPU", "launch 0 · warp_roles", "SM 1", "CTA 1")); !slices.Contains(got, "warp 1 · consumer (dropped 2)") {
+		t.Errorf("CTA 1 children %q lack the consumer warp", got)
 	}
 }
