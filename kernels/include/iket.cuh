@@ -126,10 +126,12 @@ __device__ __forceinline__ unsigned max_active(unsigned mask, unsigned v) {
   return r;
 }
 
+// clock32 reads the low word of %clock64: one CS2R, where %clock takes a
+// uniform-register read and a move.
 __device__ __forceinline__ unsigned clock32() {
-  unsigned c;
-  asm volatile("mov.u32 %0, %%clock;" : "=r"(c));
-  return c;
+  unsigned long long c;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
+  return static_cast<unsigned>(c);
 }
 
 __device__ __forceinline__ unsigned long long clock64v() {
