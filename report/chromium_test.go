@@ -95,6 +95,11 @@ func TestChromium(t *testing.T) {
 	if err := os.WriteFile(probe, []byte(page+hoverProbe), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A page with nothing to draw must still render.
+	empty := filepath.Join(dir, "empty.html")
+	if err := os.WriteFile(empty, []byte(render(t, &Input{Warps: []WarpView{{Slot: 1}}})), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	runs := []struct {
 		url  string
 		args []string
@@ -104,6 +109,7 @@ func TestChromium(t *testing.T) {
 		{url: probe, args: []string{"--dump-dom", "--window-size=1400,900"}},
 		{url: file + "#sm=1-1&cta=1-2&t=1000-3000", args: []string{"--dump-dom"}},
 		{url: file, args: []string{"--screenshot=" + shot, "--window-size=1400,900"}},
+		{url: empty, args: []string{"--dump-dom"}},
 	}
 	var wg sync.WaitGroup
 	for i := range runs {
@@ -141,6 +147,10 @@ func TestChromium(t *testing.T) {
 	want = "4 warps shown (48 ranges, 4 marks) of 16 embedded"
 	if !bytes.Contains(frag, []byte(want)) {
 		t.Errorf("filtered summary = %q, want %q", regexp.MustCompile(`<span id="summary"[^>]*>[^<]*`).Find(frag), want)
+	}
+
+	if e := runs[3].out; !regexp.MustCompile(`<body[^>]* data-rendered="1 warps"`).Match(e) {
+		t.Errorf("the page without events did not render: %s", regexp.MustCompile(`<body[^>]*>`).Find(e))
 	}
 
 	// Hover: the probe moved the mouse over a load range, a start/end copy

@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"io"
+	"math"
 	"strings"
 	"testing"
 
@@ -278,5 +279,48 @@ func TestActivitySeriesMerged(t *testing.T) {
 		if kept["r"+itoa(uint64(i))] {
 			t.Errorf("r%d kept, want it merged", i)
 		}
+	}
+}
+
+func TestRoundsChart(t *testing.T) {
+	tests := []struct {
+		name  string
+		u, in []float64
+		nil   bool
+	}{
+		{"none", nil, nil, true},
+		{"nan", []float64{1, math.NaN()}, []float64{1}, true},
+		{"flat", []float64{5, 5}, []float64{5}, false},
+		{"ragged", []float64{10.25, 10.5, 11}, []float64{10.5, 12}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newRoundsChart(tt.u, tt.in)
+			if (c == nil) != tt.nil {
+				t.Fatalf("chart nil = %v, want %v", c == nil, tt.nil)
+			}
+			if c == nil {
+				return
+			}
+			if len(c.U) != len(tt.u) || len(c.I) != len(tt.in) {
+				t.Fatalf("%d and %d points, want %d and %d", len(c.U), len(c.I), len(tt.u), len(tt.in))
+			}
+			// Higher values are drawn higher (smaller y), inside the plot.
+			all := append(append([]float64(nil), tt.u...), tt.in...)
+			pts := append(append([]chartPt(nil), c.U...), c.I...)
+			for i := range all {
+				if pts[i].Y < 0 || pts[i].Y > c.Bottom || pts[i].X < c.Left || pts[i].X > float64(c.W) {
+					t.Errorf("point %d %+v outside the plot", i, pts[i])
+				}
+				for j := range all {
+					if all[i] > all[j] && pts[i].Y >= pts[j].Y {
+						t.Errorf("value %g drawn at y %g, not above %g at y %g", all[i], pts[i].Y, all[j], pts[j].Y)
+					}
+				}
+			}
+			if got := strings.Count(c.UPath, ","); got != len(tt.u) {
+				t.Errorf("uninstrumented polyline has %d points, want %d", got, len(tt.u))
+			}
+		})
 	}
 }

@@ -125,6 +125,7 @@ type latencyView struct {
 	*trace.Latency
 	Rounds   []roundRow
 	Settings []fact
+	Chart    *roundsChart
 }
 
 type roundRow struct {
@@ -205,6 +206,7 @@ func newLatencyView(l *trace.Latency) *latencyView {
 		lv.Rounds = append(lv.Rounds, roundRow{N: i + 1,
 			Uninstrumented: at(l.Uninstrumented.RoundsUS, i), Instrument: at(l.Instrumented.RoundsUS, i)})
 	}
+	lv.Chart = newRoundsChart(l.Uninstrumented.RoundsUS, l.Instrumented.RoundsUS)
 	s := l.Settings
 	lv.Settings = []fact{
 		{"warm-up calls", fmt.Sprint(s.Warmup)},
