@@ -10,9 +10,10 @@ import (
 // scalar ([U32], [I32], [F32], [U64], [I64], [F64]). Struct parameters are
 // not supported.
 type Arg interface {
-	// param returns the value's bytes (little-endian) and whether it is a
-	// pointer; an error when the argument is unusable (a closed buffer).
-	param() ([]byte, bool, error)
+	// param returns the value's bytes (little-endian; size 4 or 8) and
+	// whether it is a pointer; an error when the argument is unusable (a
+	// closed buffer).
+	param() (v [8]byte, size int, ptr bool, err error)
 	String() string
 }
 
@@ -37,19 +38,19 @@ type I64 int64
 // F64 is a double parameter.
 type F64 float64
 
-func le32(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
-func le64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+func le32(x uint32) (v [8]byte) { binary.LittleEndian.PutUint32(v[:], x); return v }
+func le64(x uint64) (v [8]byte) { binary.LittleEndian.PutUint64(v[:], x); return v }
 
-func (p Ptr) param() ([]byte, bool, error) { return le64(uint64(p)), true, nil }
-func (v U32) param() ([]byte, bool, error) { return le32(uint32(v)), false, nil }
-func (v I32) param() ([]byte, bool, error) { return le32(uint32(v)), false, nil }
-func (v F32) param() ([]byte, bool, error) {
-	return le32(math.Float32bits(float32(v))), false, nil
+func (p Ptr) param() ([8]byte, int, bool, error) { return le64(uint64(p)), 8, true, nil }
+func (v U32) param() ([8]byte, int, bool, error) { return le32(uint32(v)), 4, false, nil }
+func (v I32) param() ([8]byte, int, bool, error) { return le32(uint32(v)), 4, false, nil }
+func (v F32) param() ([8]byte, int, bool, error) {
+	return le32(math.Float32bits(float32(v))), 4, false, nil
 }
-func (v U64) param() ([]byte, bool, error) { return le64(uint64(v)), false, nil }
-func (v I64) param() ([]byte, bool, error) { return le64(uint64(v)), false, nil }
-func (v F64) param() ([]byte, bool, error) {
-	return le64(math.Float64bits(float64(v))), false, nil
+func (v U64) param() ([8]byte, int, bool, error) { return le64(uint64(v)), 8, false, nil }
+func (v I64) param() ([8]byte, int, bool, error) { return le64(uint64(v)), 8, false, nil }
+func (v F64) param() ([8]byte, int, bool, error) {
+	return le64(math.Float64bits(float64(v))), 8, false, nil
 }
 
 func (p Ptr) String() string { return fmt.Sprintf("ptr 0x%x", uint64(p)) }
@@ -92,7 +93,7 @@ func checkArgs(kernel string, sig []ParamKind, args []Arg) error {
 		if a == nil {
 			return &ConfigError{Kernel: kernel, Field: "args", Msg: fmt.Sprintf("argument %d is nil", i)}
 		}
-		b, ptr, err := a.param()
+		_, size, ptr, err := a.param()
 		if err != nil {
 			return &ConfigError{Kernel: kernel, Field: "args", Msg: fmt.Sprintf("argument %d: %v", i, err)}
 		}
@@ -100,7 +101,7 @@ func checkArgs(kernel string, sig []ParamKind, args []Arg) error {
 		switch {
 		case ptr:
 			got = ParamPtr
-		case len(b) == 4:
+		case size == 4:
 			got = ParamU32
 		default:
 			got = ParamU64
@@ -117,20 +118,23 @@ func checkArgs(kernel string, sig []ParamKind, args []Arg) error {
 // argument's offset.
 func packArgs(args []Arg) ([]byte, []uintptr, error) {
 	var blob []byte
+	if len(args) > 0 {
+		blob = make([]byte, 0, 8*len(args))
+	}
 	offs := make([]uintptr, len(args))
 	for i, a := range args {
 		if a == nil {
 			return nil, nil, fmt.Errorf("pack argument %d: nil", i)
 		}
-		b, _, err := a.param()
+		v, size, _, err := a.param()
 		if err != nil {
 			return nil, nil, fmt.Errorf("pack argument %d: %w", i, err)
 		}
-		for len(blob)%len(b) != 0 {
+		for len(blob)%size != 0 {
 			blob = append(blob, 0)
 		}
 		offs[i] = uintptr(len(blob))
-		blob = append(blob, b...)
+		blob = append(blob, v[:size]...)
 	}
 	return blob, offs, nil
 }

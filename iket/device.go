@@ -449,14 +449,14 @@ func (b *Buffer) Close() error {
 	return nil
 }
 
-func (b *Buffer) param() ([]byte, bool, error) {
+func (b *Buffer) param() ([8]byte, int, bool, error) {
 	if b == nil {
-		return nil, true, errors.New("nil buffer")
+		return [8]byte{}, 8, true, errors.New("nil buffer")
 	}
 	if b.res == nil {
-		return nil, true, errors.New("buffer closed")
+		return [8]byte{}, 8, true, errors.New("buffer closed")
 	}
-	return le64(uint64(b.ptr)), true, nil
+	return le64(uint64(b.ptr)), 8, true, nil
 }
 
 func (b *Buffer) String() string {

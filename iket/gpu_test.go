@@ -364,7 +364,7 @@ func TestGPUConfigErrors(t *testing.T) {
 
 // faultCodes are the CUDA errors each fault mode may produce.
 var faultCodes = map[uint32][]string{
-	0: {"CUDA_ERROR_ILLEGAL_ADDRESS"},
+	0: {"CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_INVALID_ADDRESS_SPACE"},
 	1: {"CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_ASSERT"},
 }
 
