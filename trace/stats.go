@@ -75,6 +75,8 @@ type RangeStats struct {
 	MaxPerWarp uint64  `json:"max_per_warp"`
 	MinWarp    WarpRef `json:"min_warp"`
 	MaxWarp    WarpRef `json:"max_warp"`
+	// LongestWarp ran the longest range (MaxNs), the first one added on ties.
+	LongestWarp WarpRef `json:"longest_warp"`
 }
 
 // WarpDrops is one warp that dropped events.
@@ -113,6 +115,7 @@ type rangeAcc struct {
 	life              int64
 	minPer, maxPer    uint64
 	minRef, maxRef    WarpRef
+	longest           WarpRef
 	last              uint64 // ordinal (in the group) of the last warp with the range
 	missing           WarpRef
 	hasMissing        bool
@@ -223,7 +226,7 @@ func (a *Analyzer) Add(w *Warp) {
 				acc.min = d
 			}
 			if acc.count == 0 || d > acc.max {
-				acc.max = d
+				acc.max, acc.longest = d, ref
 			}
 			acc.count++
 			acc.total += d
@@ -406,6 +409,7 @@ func (a *Analyzer) row(g uint32, id uint16) RangeStats {
 		MinNs: float64(acc.min), MaxNs: float64(acc.max),
 		Warps: acc.warps, RoleWarps: ga.n,
 		MinPerWarp: acc.minPer, MaxPerWarp: acc.maxPer, MinWarp: acc.minRef, MaxWarp: acc.maxRef,
+		LongestWarp: acc.longest,
 	}
 	if acc.warps < ga.n {
 		s.MinPerWarp = 0

@@ -116,18 +116,18 @@ func TestStats(t *testing.T) {
 	got := a.Stats()
 	want := []RangeStats{
 		{Role: NoRole, Range: "other", Count: 1, TotalNs: 4, MeanNs: 4, P50Ns: 4, P90Ns: 4, P99Ns: 4, MinNs: 4, MaxNs: 4,
-			Exact: true, Share: 0.4, Warps: 1, RoleWarps: 1, MinPerWarp: 1, MaxPerWarp: 1, MinWarp: ref(1, 0), MaxWarp: ref(1, 0)},
+			Exact: true, Share: 0.4, Warps: 1, RoleWarps: 1, MinPerWarp: 1, MaxPerWarp: 1, MinWarp: ref(1, 0), MaxWarp: ref(1, 0), LongestWarp: ref(1, 0)},
 		{Role: "producer", Range: "load", Count: 2, TotalNs: 12, MeanNs: 6, P50Ns: 5, P90Ns: 7, P99Ns: 7, MinNs: 5, MaxNs: 7,
-			Exact: true, Share: 0.12, Warps: 1, RoleWarps: 1, MinPerWarp: 2, MaxPerWarp: 2, MinWarp: ref(0, 0), MaxWarp: ref(0, 0)},
+			Exact: true, Share: 0.12, Warps: 1, RoleWarps: 1, MinPerWarp: 2, MaxPerWarp: 2, MinWarp: ref(0, 0), MaxWarp: ref(0, 0), LongestWarp: ref(0, 0)},
 		// 12 durations 1..10, 100, 200: p50 = 6th = 6, p90 = ceil(10.8) = 11th = 100, p99 = 12th = 200.
 		{Role: "consumer", Range: "compute", Count: 12, TotalNs: 355, MeanNs: 355.0 / 12, P50Ns: 6, P90Ns: 100, P99Ns: 200, MinNs: 1, MaxNs: 200,
-			Exact: true, Share: 355.0 / 23000, Warps: 2, RoleWarps: 3, MinPerWarp: 0, MaxPerWarp: 10, MinWarp: ref(0, 3), MaxWarp: ref(0, 1)},
+			Exact: true, Share: 355.0 / 23000, Warps: 2, RoleWarps: 3, MinPerWarp: 0, MaxPerWarp: 10, MinWarp: ref(0, 3), MaxWarp: ref(0, 1), LongestWarp: ref(0, 2)},
 		{Role: "", Range: "load", Count: 2, TotalNs: 12, MeanNs: 6, P50Ns: 5, P90Ns: 7, P99Ns: 7, MinNs: 5, MaxNs: 7,
-			Exact: true, Share: 0.12, Warps: 1, RoleWarps: 5, MinPerWarp: 0, MaxPerWarp: 2, MinWarp: ref(1, 0), MaxWarp: ref(0, 0)},
+			Exact: true, Share: 0.12, Warps: 1, RoleWarps: 5, MinPerWarp: 0, MaxPerWarp: 2, MinWarp: ref(1, 0), MaxWarp: ref(0, 0), LongestWarp: ref(0, 0)},
 		{Role: "", Range: "compute", Count: 12, TotalNs: 355, MeanNs: 355.0 / 12, P50Ns: 6, P90Ns: 100, P99Ns: 200, MinNs: 1, MaxNs: 200,
-			Exact: true, Share: 355.0 / 23000, Warps: 2, RoleWarps: 5, MinPerWarp: 0, MaxPerWarp: 10, MinWarp: ref(0, 0), MaxWarp: ref(0, 1)},
+			Exact: true, Share: 355.0 / 23000, Warps: 2, RoleWarps: 5, MinPerWarp: 0, MaxPerWarp: 10, MinWarp: ref(0, 0), MaxWarp: ref(0, 1), LongestWarp: ref(0, 2)},
 		{Role: "", Range: "other", Count: 1, TotalNs: 4, MeanNs: 4, P50Ns: 4, P90Ns: 4, P99Ns: 4, MinNs: 4, MaxNs: 4,
-			Exact: true, Share: 0.4, Warps: 1, RoleWarps: 5, MinPerWarp: 0, MaxPerWarp: 1, MinWarp: ref(0, 3), MaxWarp: ref(1, 0)},
+			Exact: true, Share: 0.4, Warps: 1, RoleWarps: 5, MinPerWarp: 0, MaxPerWarp: 1, MinWarp: ref(0, 3), MaxWarp: ref(1, 0), LongestWarp: ref(1, 0)},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(1e-12, 0)); diff != "" {
 		t.Errorf("Stats (-want +got):\n%s", diff)
@@ -153,7 +153,7 @@ func TestRangeStat(t *testing.T) {
 	}{
 		{role: "producer", name: "load", want: RangeStats{Role: "producer", Range: "load", Count: 1, TotalNs: 5, MeanNs: 5,
 			P50Ns: 5, P90Ns: 5, P99Ns: 5, MinNs: 5, MaxNs: 5, Exact: true, Share: 0.05, Warps: 1, RoleWarps: 1,
-			MinPerWarp: 1, MaxPerWarp: 1, MinWarp: ref(0, 0), MaxWarp: ref(0, 0)}},
+			MinPerWarp: 1, MaxPerWarp: 1, MinWarp: ref(0, 0), MaxWarp: ref(0, 0), LongestWarp: ref(0, 0)}},
 		{role: "consumer", name: "load", want: RangeStats{Role: "consumer", Range: "load", Exact: true, RoleWarps: 1,
 			MinWarp: ref(0, 1), MaxWarp: ref(0, 1)}},
 		{role: "nobody", name: "load", err: `range stats of "load": no warp has role "nobody" (roles: producer, consumer)`},
