@@ -197,12 +197,13 @@ func clip(v WarpView, lim int) WarpView {
 	return v
 }
 
-// Fill sets in's Warps, Activity and Omitted from what was collected, and
+// Fill sets in's Warps, Limits, Activity and Omitted from what was collected, and
 // in.Drops to the collector's counts when it is nil; when it is set, only its
 // WarpsDropping and MaxPerWarp, and only if both are 0. The Warps slice is
 // shared with the collector.
 func (c *Collector) Fill(in *Input) {
 	in.Warps = c.warps
+	in.Limits = c.lim
 	act := c.act
 	in.Activity = &act
 	in.Omitted = c.om

@@ -79,6 +79,10 @@ func TestCollectorLimits(t *testing.T) {
 			}
 			page := render(t, in)
 			p := extract(t, page)
+			if p.Capped.MaxEvents != tt.lim.maxEvents() || p.Capped.MaxWarps != tt.lim.maxWarps() {
+				t.Errorf("page states bounds %d events, %d warps; want the collector's %d, %d",
+					p.Capped.MaxEvents, p.Capped.MaxWarps, tt.lim.maxEvents(), tt.lim.maxWarps())
+			}
 			if len(p.Warps) != len(tt.wantSlots) {
 				t.Errorf("page embeds %d warps, want %d", len(p.Warps), len(tt.wantSlots))
 			}

@@ -185,7 +185,8 @@ func synthInput(t testing.TB, c *trace.Capture, lim Limits) *Input {
 	}
 	sum := d.Summary()
 	in := &Input{
-		Meta: &c.Meta, Launch: 0, Limits: lim,
+		Meta: &c.Meta, Launch: 0, // Limits come from the collector
+
 		Stats: []StatRow{
 			{Role: "producer", Range: "load", Count: 24, MeanNs: 600, P50Ns: 600, P99Ns: 600, MaxNs: 600, Share: 0.561},
 			{Role: "consumer", Range: "compute", Count: 71, Incomplete: 1, MeanNs: 800, P50Ns: 800, P99Ns: 800, MaxNs: 800, Share: 0.75},
