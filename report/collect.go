@@ -199,8 +199,8 @@ func clip(v WarpView, lim int) WarpView {
 
 // Fill sets in's Warps, Limits, Activity and Omitted from what was collected, and
 // in.Drops to the collector's counts when it is nil; when it is set, only its
-// WarpsDropping and MaxPerWarp, and only if both are 0. The Warps slice is
-// shared with the collector.
+// WarpsDropping and MaxPerWarp, and only if both are 0. Call it after the
+// last Add: the Warps and the activity's bins are shared with the collector.
 func (c *Collector) Fill(in *Input) {
 	in.Warps = c.warps
 	in.Limits = c.lim
