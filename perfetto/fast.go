@@ -1,6 +1,8 @@
 package perfetto
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -19,17 +21,42 @@ func grow(b []byte, n int) []byte {
 	return b
 }
 
-// putVarint appends v; b must have 10 bytes of spare capacity.
+// putVarint appends v; b must have 10 bytes of spare capacity. Small values
+// take a byte or two; larger ones are spread into 7-bit groups with shifts
+// and stored with one 8-byte write (timestamps take 9 bytes, cycles 5-6).
 func putVarint(b []byte, v uint64) []byte {
 	i := len(b)
-	b = b[:i+10]
-	for v >= 0x80 {
-		b[i] = byte(v) | 0x80
-		v >>= 7
-		i++
+	if v < 0x80 {
+		return append(b, byte(v))
 	}
-	b[i] = byte(v)
-	return b[:i+1]
+	if v < 0x4000 {
+		return append(b, byte(v)|0x80, byte(v>>7))
+	}
+	b = b[:i+10]
+	d := b[i : i+10 : i+10]
+	n := (bits.Len64(v) + 6) / 7
+	if n <= 8 {
+		y := spread7(v) | 0x8080808080808080>>(8*(9-n))
+		binary.LittleEndian.PutUint64(d, y)
+		return b[:i+n]
+	}
+	binary.LittleEndian.PutUint64(d, spread7(v&(1<<56-1))|0x8080808080808080)
+	hi := v >> 56
+	if hi < 0x80 {
+		d[8] = byte(hi)
+		return b[:i+9]
+	}
+	d[8] = byte(hi) | 0x80
+	d[9] = byte(hi >> 7)
+	return b[:i+10]
+}
+
+// spread7 places the 7-bit groups of x (below 2^56) in the low 7 bits of
+// successive bytes.
+func spread7(x uint64) uint64 {
+	x = x&0x000000000fffffff | (x&0x00fffffff0000000)<<4
+	x = x&0x00003fff00003fff | (x&0x0fffc0000fffc000)<<2
+	return x&0x007f007f007f007f | (x&0x3f803f803f803f80)<<1
 }
 
 // putTag appends a field tag below 16 (one byte) with its varint value.

@@ -405,7 +405,7 @@ func TestAddWarpAllocs(t *testing.T) {
 	// (a few allocations per track, and the uuid set grows); events must not
 	// allocate. Two CTAs of two warps: bound the total.
 	got := testing.AllocsPerRun(50, add)
-	if got > 120 {
-		t.Errorf("AddWarp: %.0f allocations per 2 CTAs, want at most 120", got)
+	if got > 24 {
+		t.Errorf("AddWarp: %.0f allocations per 2 CTAs, want at most 24", got)
 	}
 }
