@@ -56,7 +56,9 @@ type hangState struct {
 	kernel string
 	since  time.Time
 	done   cuda.Event
-	parked []*resource
+	// borrowed: done belongs to a parked resource, which destroys it.
+	borrowed bool
+	parked   []*resource
 }
 
 // OpenDevice opens GPU ordinal. Without a driver or GPU the error matches
@@ -220,8 +222,10 @@ func (d *Device) usable() error {
 				errs = append(errs, ferr)
 			}
 		}
-		if ferr := d.ctx.DestroyEvent(h.done); ferr != nil && d.broken == nil {
-			errs = append(errs, ferr)
+		if !h.borrowed {
+			if ferr := d.ctx.DestroyEvent(h.done); ferr != nil && d.broken == nil {
+				errs = append(errs, ferr)
+			}
 		}
 		if len(errs) > 0 {
 			return fmt.Errorf("device %d: release a hung kernel's buffers: %w", d.ordinal, errors.Join(errs...))
@@ -360,10 +364,16 @@ func (b *Buffer) Len() uint64 { return b.n }
 // Ptr returns the buffer's device address.
 func (b *Buffer) Ptr() uint64 { return uint64(b.ptr) }
 
-// Bytes returns a mapped buffer's host view (nil for device memory); a
-// running kernel may change it. It is valid until Close.
+// Bytes returns a mapped buffer's host view (nil for device memory or a
+// freed buffer); a running kernel may change it. It is valid until the
+// buffer or its Device is closed.
 func (b *Buffer) Bytes() []byte {
-	if !b.mapped || b.res == nil {
+	if !b.mapped {
+		return nil
+	}
+	b.d.mu.Lock()
+	defer b.d.mu.Unlock()
+	if _, ok := b.d.live[b.res]; !ok || b.res == nil {
 		return nil
 	}
 	return b.host.Bytes()

@@ -14,6 +14,12 @@ import (
 type RunOptions struct {
 	Arch   string        // default [DefaultArch]
 	Config *LaunchConfig // nil: the program's configuration for the device
+	// Source replaces the program's embedded source (a user's copy of a
+	// built-in kernel). A prebuilt image (.ptx, .cubin, .fatbin) is one
+	// build: it must be instrumented, and Baseline gives the uninstrumented
+	// image to time against (without it timing is skipped).
+	Source   *Source
+	Baseline *Source
 	Trace  TraceOptions
 	Timing TimingOptions
 	// SkipTiming skips the latency comparison.
@@ -67,7 +73,20 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 	if err != nil {
 		return nil, step("load source", err)
 	}
-	base, err := d.Compile(src, false, opt.Arch)
+	baseSrc := src
+	if opt.Source != nil {
+		src, baseSrc = *opt.Source, *opt.Source
+		if src.Kind.Prebuilt() {
+			if opt.Baseline == nil {
+				opt.SkipTiming = true
+				baseSrc = src
+			} else {
+				baseSrc = *opt.Baseline
+			}
+		}
+	}
+	baseInstrumented := src.Kind.Prebuilt() && opt.Baseline == nil
+	base, err := d.Compile(baseSrc, baseInstrumented, opt.Arch)
 	if err != nil {
 		return nil, step("build uninstrumented", err)
 	}

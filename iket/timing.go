@@ -110,14 +110,9 @@ func (t *timer) batch(p *prepared, n int) ([]float64, error) {
 	last := t.events[2*n-1]
 	done, err := d.poll(last, t.opt.Timeout)
 	if !done {
-		// The events stay with the hung kernel; usable() destroys the last
-		// one when it ends, the rest are parked by the caller's releases.
-		ev, err := c.NewEvent(false)
-		if err == nil && c.Record(ev, d.stream) == nil {
-			d.hung = &hangState{kernel: t.cfg.Kernel, since: time.Now(), done: ev}
-		} else {
-			d.hung = &hangState{kernel: t.cfg.Kernel, since: time.Now(), done: last}
-		}
+		// The events stay with the hung kernel: the caller's releases park
+		// them, and the last one tells usable() when the kernel ended.
+		d.hung = &hangState{kernel: t.cfg.Kernel, since: time.Now(), done: last, borrowed: true}
 		return nil, &HangError{Kernel: t.cfg.Kernel, Config: t.cfg, Timeout: t.opt.Timeout}
 	}
 	if err != nil {
