@@ -20,8 +20,8 @@ type RunOptions struct {
 	// image to time against (without it timing is skipped).
 	Source   *Source
 	Baseline *Source
-	Trace  TraceOptions
-	Timing TimingOptions
+	Trace    TraceOptions
+	Timing   TimingOptions
 	// SkipTiming skips the latency comparison.
 	SkipTiming bool
 }
