@@ -213,11 +213,8 @@ func (w *Writer) writeEvent(e *mev, v *warpView, flowHeads []int32) {
 	b, p0 := w.openPacket()
 	b = append(b, byte(fPktTimestamp<<3))
 	b = putVarint(b, uint64(e.ts))
-	track := tp.tracks[e.lt]
 	if e.typ == typeSliceEnd {
-		b = append(b, tp.seq...)
-		b = append(b, byte(fPktTrackEvent<<3|2), byte(2+len(track)), byte(fTEType<<3), typeSliceEnd)
-		b = append(b, track...)
+		b = append(b, tp.ends[e.lt]...)
 		w.closePacket(b, p0)
 		w.stats.Slices++
 		return
@@ -252,7 +249,7 @@ func (w *Writer) writeEvent(e *mev, v *warpView, flowHeads []int32) {
 	b = grow(b, packetSlack)
 	b, t0 := openLen(b, fPktTrackEvent)
 	b = append(b, byte(fTEType<<3), e.typ)
-	b = append(b, track...)
+	b = append(b, tp.tracks[e.lt]...)
 	b = putVarintField1(b, fTENameIID, iid)
 	b = append(b, tp.annots...)
 	switch e.src {

@@ -25,10 +25,14 @@ func grow(b []byte, n int) []byte {
 // take a byte or two; larger ones are spread into 7-bit groups with shifts
 // and stored with one 8-byte write (timestamps take 9 bytes, cycles 5-6).
 func putVarint(b []byte, v uint64) []byte {
-	i := len(b)
 	if v < 0x80 {
 		return append(b, byte(v))
 	}
+	return putVarintLong(b, v)
+}
+
+func putVarintLong(b []byte, v uint64) []byte {
+	i := len(b)
 	if v < 0x4000 {
 		return append(b, byte(v)|0x80, byte(v>>7))
 	}
@@ -108,6 +112,7 @@ type warpTemplate struct {
 	seqFlags []byte // the same plus sequence_flags = NEEDS_INCREMENTAL_STATE
 	annots   []byte
 	tracks   [][]byte // track_uuid field per local track
+	ends     [][]byte // per local track: sequence id and a whole SLICE_END track event
 }
 
 func (t *warpTemplate) set(seq uint32, in *warpInfo, warpTrack uint64, lanes []uint64) {
@@ -120,8 +125,17 @@ func (t *warpTemplate) set(seq uint32, in *warpInfo, warpTrack uint64, lanes []u
 	for len(t.tracks) < n {
 		t.tracks = append(t.tracks, nil)
 	}
-	t.tracks[0] = appendVarintField(t.tracks[0][:0], fTETrackUUID, warpTrack)
-	for i, id := range lanes {
-		t.tracks[i+1] = appendVarintField(t.tracks[i+1][:0], fTETrackUUID, id)
+	for len(t.ends) < n {
+		t.ends = append(t.ends, nil)
+	}
+	for i := range n {
+		id := warpTrack
+		if i > 0 {
+			id = lanes[i-1]
+		}
+		t.tracks[i] = appendVarintField(t.tracks[i][:0], fTETrackUUID, id)
+		e := append(t.ends[i][:0], t.seq...)
+		e = append(e, byte(fPktTrackEvent<<3|2), byte(2+len(t.tracks[i])), byte(fTEType<<3), typeSliceEnd)
+		t.ends[i] = append(e, t.tracks[i]...)
 	}
 }

@@ -94,7 +94,6 @@ type Writer struct {
 	li       int
 	lm       *trace.LaunchMeta
 	seq      uint32
-	first    bool // next packet is the first of the sequence
 	interned []uint64
 	launchID uint64
 	gpuID    uint64
@@ -191,7 +190,6 @@ func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchM
 	w.launches[launchIndex] = struct{}{}
 	w.in, w.li, w.lm = true, launchIndex, l
 	w.seq = uint32(launchIndex) + 1
-	w.first = true
 	if need := (iidLimit + 63) / 64; len(w.interned) < need {
 		w.interned = make([]uint64, need)
 	}
@@ -215,7 +213,6 @@ func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchM
 		w.pk = appendIntern(w.pk, fIDDebugAnnotNames, uint64(i), annotNames[i])
 	}
 	w.pk = closeLen(w.pk, at)
-	w.first = false
 	w.emitPacket()
 
 	var dev *trace.Device
