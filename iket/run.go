@@ -76,6 +76,12 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 	baseSrc := src
 	if opt.Source != nil {
 		src, baseSrc = *opt.Source, *opt.Source
+		if src.Kind == KindUnknown {
+			if src.Kind, err = DetectKind(src.Path, src.Data); err != nil {
+				return nil, step("load source", err)
+			}
+			baseSrc = src
+		}
 		if src.Kind.Prebuilt() {
 			if opt.Baseline == nil {
 				opt.SkipTiming = true
