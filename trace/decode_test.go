@@ -442,3 +442,25 @@ func TestClockOutsideAnchors(t *testing.T) {
 		})
 	}
 }
+
+// TestMultipleLaunches: each launch decodes on its own, and violations name
+// their launch.
+func TestMultipleLaunches(t *testing.T) {
+	a, err := emu.ProducerConsumer(emu.PCConfig{CTAs: 2, Stages: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, wb := oneWarp("RANGE x")
+	wb.Pop(1e9)
+	c := capture(t, a, b)
+	if c.NumLaunches() != 2 {
+		t.Fatalf("%d launches", c.NumLaunches())
+	}
+	if _, err := trace.Validate(c.Launch(0), trace.Options{Strict: true}); err != nil {
+		t.Errorf("launch 0: %v", err)
+	}
+	_, err = trace.Validate(c.Launch(1), trace.Options{})
+	if want := "launch 1 warp 0 (sm 0, cta 0,0,0, warp 0): event 0: pop with no open push"; err == nil || err.Error() != want {
+		t.Errorf("launch 1: %v, want %q", err, want)
+	}
+}
