@@ -61,40 +61,47 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 	c := startClock
 	for i := range ev {
 		e := &ev[i]
+		// The cases read the event from locals, not back from memory.
+		var kind Kind
+		var name, payload uint16
+		var tm int64
 		if raw != nil {
 			r := Record(binary.LittleEndian.Uint64(raw[i*RecordSize:]))
 			c += uint64(uint32(r) - uint32(c))
-			e.kind, e.name, e.payload, e.cycles, e.time = r.Kind(), r.Name(), r.Payload(), c, fit.Ns(c)
+			kind, name, payload, tm = r.Kind(), r.Name(), r.Payload(), fit.Ns(c)
+			e.kind, e.name, e.payload, e.cycles, e.time = kind, name, payload, c, tm
+		} else {
+			kind, name, payload, c, tm = e.kind, e.name, e.payload, e.cycles, e.time
 		}
-		switch e.kind {
+		switch kind {
 		case KindPush:
-			if nk[e.name] != nkRange {
+			if nk[name] != nkRange {
 				d.badName(w, i, e)
 			}
-			d.stack = append(d.stack, openPush{name: e.name, idx: int32(i), rng: int32(len(w.Ranges))})
+			d.stack = append(d.stack, openPush{name: name, idx: int32(i), rng: int32(len(w.Ranges))})
 			var r *Range
 			w.Ranges, r = appendZero(w.Ranges)
-			r.Name, r.Payload, r.Start, r.StartCycles = e.name, e.payload, e.time, e.cycles
+			r.Name, r.Payload, r.Start, r.StartCycles = name, payload, tm, c
 			r.Depth = lost + int32(len(d.stack)) - 1
 			if r.Depth < prevDepth && r.Start == prevStart {
 				sorted = false
 			}
 			prevStart, prevDepth = r.Start, r.Depth
 		case KindPop:
-			if e.name != 0 && nk[e.name] != nkRange {
+			if name != 0 && nk[name] != nkRange {
 				d.badName(w, i, e)
 			}
 			if len(d.stack) == 0 {
 				if truncOK && lost > 0 {
 					lost--
 					d.trunc = append(d.trunc, Range{
-						Name: e.name, Start: t0, StartCycles: t0c, End: e.time, EndCycles: e.cycles,
+						Name: name, Start: t0, StartCycles: t0c, End: tm, EndCycles: c,
 						Depth: lost, Flags: RangeTruncated,
 					})
 					continue
 				}
-				if e.name != 0 {
-					d.violate(w, PopEmpty, i, d.meta.NameText(e.name), fmt.Sprintf("pop of %q with no open push", d.meta.NameText(e.name)))
+				if name != 0 {
+					d.violate(w, PopEmpty, i, d.meta.NameText(name), fmt.Sprintf("pop of %q with no open push", d.meta.NameText(name)))
 				} else {
 					d.violate(w, PopEmpty, i, "", "pop with no open push")
 				}
@@ -102,25 +109,25 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 			}
 			top := d.stack[len(d.stack)-1]
 			d.stack = d.stack[:len(d.stack)-1]
-			if e.name != 0 && e.name != top.name {
-				d.violate(w, PopMismatch, i, d.meta.NameText(e.name), fmt.Sprintf("pop of %q closes %q (pushed at event %d)",
-					d.meta.NameText(e.name), d.meta.NameText(top.name), top.idx))
+			if name != 0 && name != top.name {
+				d.violate(w, PopMismatch, i, d.meta.NameText(name), fmt.Sprintf("pop of %q closes %q (pushed at event %d)",
+					d.meta.NameText(name), d.meta.NameText(top.name), top.idx))
 			}
 			r := &w.Ranges[top.rng]
-			r.End, r.EndCycles = e.time, e.cycles
+			r.End, r.EndCycles = tm, c
 		case KindStart:
-			if nk[e.name] != nkRange {
+			if nk[name] != nkRange {
 				d.badName(w, i, e)
 			}
 			var s *openStart
 			d.starts, s = appendZero(d.starts)
-			s.name, s.payload, s.open = e.name, e.payload, true
+			s.name, s.payload, s.open = name, payload, true
 			s.idx, s.rng, s.prev = int32(i), int32(len(w.Ranges)), -1
 			si := int32(len(d.starts) - 1)
 			nOpen++
 			switch {
 			case hashed:
-				key := uint32(e.name)<<16 | uint32(e.payload)
+				key := uint32(name)<<16 | uint32(payload)
 				s.prev = d.tok.get(key)
 				d.tok.set(key, si)
 			case len(d.open) < linearOpen:
@@ -139,26 +146,26 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 			}
 			var r *Range
 			w.Ranges, r = appendZero(w.Ranges)
-			r.Name, r.Payload, r.Start, r.StartCycles, r.Async = e.name, e.payload, e.time, e.cycles, true
+			r.Name, r.Payload, r.Start, r.StartCycles, r.Async = name, payload, tm, c, true
 			if r.Start == prevStart && prevDepth > 0 {
 				sorted = false
 			}
 			prevStart, prevDepth = r.Start, 0
 			nAsync++
 		case KindEnd:
-			if nk[e.name] != nkRange {
+			if nk[name] != nkRange {
 				d.badName(w, i, e)
 			}
 			h := int32(-1)
 			if hashed {
-				key := uint32(e.name)<<16 | uint32(e.payload)
+				key := uint32(name)<<16 | uint32(payload)
 				if h = d.tok.get(key); h >= 0 {
 					d.tok.set(key, d.starts[h].prev)
 				}
 			} else {
 				// The most recent open start of the token.
 				for j := len(d.open) - 1; j >= 0; j-- {
-					if o := &d.starts[d.open[j]]; o.name == e.name && o.payload == e.payload {
+					if o := &d.starts[d.open[j]]; o.name == name && o.payload == payload {
 						h = d.open[j]
 						d.open = append(d.open[:j], d.open[j+1:]...)
 						break
@@ -168,36 +175,36 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 			if h < 0 {
 				if truncOK {
 					d.trunc = append(d.trunc, Range{
-						Name: e.name, Payload: e.payload, Start: t0, StartCycles: t0c, End: e.time, EndCycles: e.cycles,
+						Name: name, Payload: payload, Start: t0, StartCycles: t0c, End: tm, EndCycles: c,
 						Async: true, Flags: RangeTruncated,
 					})
 					nAsync++
 					continue
 				}
-				d.violate(w, EndUnknown, i, d.meta.NameText(e.name), fmt.Sprintf("end of %q payload %d with no open start of that name and payload",
-					d.meta.NameText(e.name), e.payload))
+				d.violate(w, EndUnknown, i, d.meta.NameText(name), fmt.Sprintf("end of %q payload %d with no open start of that name and payload",
+					d.meta.NameText(name), payload))
 				continue
 			}
 			s := &d.starts[h]
 			s.open = false
 			nOpen--
 			r := &w.Ranges[s.rng]
-			r.End, r.EndCycles = e.time, e.cycles
+			r.End, r.EndCycles = tm, c
 		case KindMark:
-			if nk[e.name] != nkMark {
+			if nk[name] != nkMark {
 				d.badName(w, i, e)
 			}
 			var m *Mark
 			w.Marks, m = appendZero(w.Marks)
-			m.Name, m.Payload, m.Time, m.Cycles = e.name, e.payload, e.time, e.cycles
+			m.Name, m.Payload, m.Time, m.Cycles = name, payload, tm, c
 		case KindRole:
-			if nk[e.name] != nkRole {
+			if nk[name] != nkRole {
 				d.badName(w, i, e)
 			}
-			w.Role = e.name
+			w.Role = name
 		default:
 			what := "reserved record kind 7"
-			if e.kind == KindInvalid {
+			if kind == KindInvalid {
 				what = "unwritten record (kind 0) among the stored events"
 			}
 			d.violate(w, BadRecord, i, "", what)
