@@ -191,14 +191,16 @@ func appendKeyName(b []byte, lm interface{ NameText(uint16) string }, key uint32
 
 // counter writes one integer counter sample.
 func (w *Writer) counter(track uint64, t int64, v int64) {
-	b := w.packetHead(w.pk[:0], t, false)
-	var at int
-	b, at = openLen(b, fPktTrackEvent)
-	b = appendVarintField(b, fTEType, typeCounter)
-	b = appendVarintField(b, fTETrackUUID, track)
-	b = appendVarintField(b, fTECounterValue, uint64(v))
-	w.pk = closeLen(b, at)
-	w.emitPacket()
+	b, p0 := w.openPacket()
+	b = append(b, byte(fPktTimestamp<<3))
+	b = putVarint(b, uint64(t))
+	b = append(b, w.seqField...)
+	b, t0 := openLen(b, fPktTrackEvent)
+	b = append(b, byte(fTEType<<3), typeCounter, byte(fTETrackUUID<<3))
+	b = putVarint(b, track)
+	b = append(b, byte(fTECounterValue<<3&0x7f|0x80), byte(fTECounterValue>>4))
+	b = putVarint(b, uint64(v))
+	w.closePacket(closeLen(b, t0), p0)
 	w.stats.CounterEvents++
 }
 
@@ -229,10 +231,10 @@ func (w *Writer) doubleCounter(track uint64, t int64, v float64) {
 //     at or after the source ends (and strictly after it starts).
 func (w *Writer) matchFlows() {
 	c := &w.cta
-	if c.names == nil {
-		c.names = make(map[uint16]uint16)
+	for _, n := range c.touched {
+		c.nameRole[n] = 0
 	}
-	clear(c.names)
+	c.touched = c.touched[:0]
 	c.roles = c.roles[:0]
 	for i := range c.warps {
 		cw := &c.warps[i]
@@ -241,11 +243,14 @@ func (w *Writer) matchFlows() {
 			c.roles = append(c.roles, role)
 		}
 		for j := cw.r0; j < cw.r1; j++ {
-			n := c.ranges[j].Name
-			if have, ok := c.names[n]; !ok {
-				c.names[n] = role
-			} else if have != role {
-				c.names[n] = roleShared
+			// nameRole holds role+1 (0 = unseen), or roleShared.
+			n := c.ranges[j].Name & 0x1fff
+			switch have := c.nameRole[n]; {
+			case have == 0:
+				c.nameRole[n] = role + 1
+				c.touched = append(c.touched, n)
+			case have != role+1:
+				c.nameRole[n] = roleShared
 			}
 		}
 	}
@@ -266,7 +271,7 @@ func (w *Writer) matchFlows() {
 		bRole := c.roles[ri+1]
 		c.src = c.src[:0]
 		for j := s.r0; j < s.r1; j++ {
-			if c.names[c.ranges[j].Name] == a {
+			if c.nameRole[c.ranges[j].Name&0x1fff] == a+1 {
 				c.src = append(c.src, int32(j))
 			}
 		}
@@ -274,15 +279,15 @@ func (w *Writer) matchFlows() {
 			continue
 		}
 		rs := c.ranges
-		sort.SliceStable(c.src, func(x, y int) bool {
-			p, q := &rs[c.src[x]], &rs[c.src[y]]
+		slices.SortStableFunc(c.src, func(x, y int32) int {
+			p, q := &rs[x], &rs[y]
 			if p.Name != q.Name {
-				return p.Name < q.Name
+				return cmp.Compare(p.Name, q.Name)
 			}
 			if p.Payload != q.Payload {
-				return p.Payload < q.Payload
+				return cmp.Compare(p.Payload, q.Payload)
 			}
-			return p.End < q.End
+			return cmp.Compare(p.End, q.End)
 		})
 		for ti := range c.warps {
 			t := &c.warps[ti]
@@ -291,19 +296,17 @@ func (w *Writer) matchFlows() {
 			}
 			c.dst = c.dst[:0]
 			for j := t.r0; j < t.r1; j++ {
-				if c.names[c.ranges[j].Name] == bRole {
+				if c.nameRole[c.ranges[j].Name&0x1fff] == bRole+1 {
 					c.dst = append(c.dst, int32(j))
 				}
 			}
 			if len(c.dst) == 0 {
 				continue
 			}
-			sort.SliceStable(c.dst, func(x, y int) bool {
-				p, q := &rs[c.dst[x]], &rs[c.dst[y]]
-				if p.Payload != q.Payload {
-					return p.Payload < q.Payload
-				}
-				return p.Start < q.Start
+			// Ranges are sorted by start: a stable sort by payload keeps
+			// each payload's ranges in start order.
+			slices.SortStableFunc(c.dst, func(x, y int32) int {
+				return cmp.Compare(rs[x].Payload, rs[y].Payload)
 			})
 			w.matchPair()
 		}

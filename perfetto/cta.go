@@ -25,14 +25,18 @@ type ctaBuf struct {
 	deltas []delta
 	trans  []delta
 	keys   []keyCount
-	names  map[uint16]uint16 // range name -> role using it, or roleShared
-	src    []int32
-	dst    []int32
-	roles  []uint16
-	drops  []delta
-	packed []uint64
-	perm   []uint64
-	open   []openUnion
+	// nameRole[n] is 1 + the role of the warps using range name n, 0 when
+	// unused, roleShared when several roles use it; touched lists the set
+	// entries, to reset.
+	nameRole [8192]uint16
+	touched  []uint16
+	src      []int32
+	dst      []int32
+	roles    []uint16
+	drops    []delta
+	packed   []uint64
+	perm     []uint64
+	open     []openUnion
 	// packedOverflow: a CTA with too many keys or too long a span to pack.
 	packedOverflow bool
 }

@@ -94,6 +94,7 @@ type Writer struct {
 	li       int
 	lm       *trace.LaunchMeta
 	seq      uint32
+	seqField []byte // trusted_packet_sequence_id field of the launch
 	interned []uint64
 	launchID uint64
 	gpuID    uint64
@@ -190,6 +191,7 @@ func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchM
 	w.launches[launchIndex] = struct{}{}
 	w.in, w.li, w.lm = true, launchIndex, l
 	w.seq = uint32(launchIndex) + 1
+	w.seqField = appendVarintField(w.seqField[:0], fPktSequenceID, uint64(w.seq))
 	if need := (iidLimit + 63) / 64; len(w.interned) < need {
 		w.interned = make([]uint64, need)
 	}
