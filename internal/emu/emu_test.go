@@ -180,6 +180,17 @@ func TestProducerConsumer(t *testing.T) {
 	if l.Slots() != 6 || l.ID("producer") != 1 || l.ID("kernel_start") != 5 {
 		t.Errorf("slots %d, ids %d %d", l.Slots(), l.ID("producer"), l.ID("kernel_start"))
 	}
+	as, err := emu.ProducerConsumer(emu.PCConfig{CTAs: 1, Stages: 2, Async: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adata, err := as.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, recs := slot(t, adata, 0); recs[2].Kind() != trace.KindStart || recs[3].Kind() != trace.KindEnd || recs[3].Payload() != 0 {
+		t.Errorf("async producer records %v", recs[:6])
+	}
 	if _, err := emu.ProducerConsumer(emu.PCConfig{Overlap: 2}); err == nil {
 		t.Error("overlap 2 accepted")
 	}

@@ -17,6 +17,9 @@ type PCConfig struct {
 	SkewCycles uint64
 	Capacity   uint32     // default 1024
 	Mode       trace.Mode // default stop
+	// Async records the producer's loads with range_start/range_end (token
+	// "load", payload = stage) instead of push/pop.
+	Async bool
 }
 
 // PC names: ids 1..5 in this order.
@@ -72,7 +75,11 @@ func ProducerConsumer(cfg PCConfig) (*Launch, error) {
 		var compEnd uint64
 		for i := 0; i < cfg.Stages; i++ {
 			ls := b + 10 + uint64(i)*P
-			prod.Push("load", uint16(i), ls).Pop(ls + L)
+			if cfg.Async {
+				prod.Start("load", uint16(i), ls).End("load", uint16(i), ls+L)
+			} else {
+				prod.Push("load", uint16(i), ls).Pop(ls + L)
+			}
 			cs := max(ls+L, compEnd)
 			cons.Push("compute", uint16(i), cs).Pop(cs + C)
 			compEnd = cs + C
