@@ -409,3 +409,54 @@ func TestAddWarpAllocs(t *testing.T) {
 		t.Errorf("AddWarp: %.0f allocations per 2 CTAs, want at most 24", got)
 	}
 }
+
+func TestTwoLaunches(t *testing.T) {
+	meta := testMeta()
+	meta.Launches = append(meta.Launches, meta.Launches[0])
+	meta.Launches[1].Kernel = "second"
+	var buf bytes.Buffer
+	w := NewWriter(&buf, Options{Counters: true, Flows: true})
+	for li := range meta.Launches {
+		if err := w.BeginLaunch(meta, li, &meta.Launches[li], LaunchInfo{Notes: []string{"note"}}); err != nil {
+			t.Fatal(err)
+		}
+		ws := testWarps()
+		for i := range ws {
+			ws[i].Launch = li
+			if err := w.AddWarp(&ws[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.EndLaunch(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckValid(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatalf("CheckValid: %v", err)
+	}
+	pkts := readPackets(t, buf.Bytes())
+	m := resolve(t, pkts)
+	if diff := cmp.Diff([]string{"launch 0 · warp_roles", "launch 1 · second"}, m.childNames(m.path(t, "GPU · Test GPU"))); diff != "" {
+		t.Errorf("launches (-want +got):\n%s", diff)
+	}
+	// Each launch is its own sequence, cleared once, and interns its own names.
+	cleared := map[uint32]int{}
+	for _, p := range pkts {
+		if p.GetSequenceFlags()&seqIncrementalClear != 0 {
+			cleared[p.GetTrustedPacketSequenceId()]++
+		}
+	}
+	if diff := cmp.Diff(map[uint32]int{1: 1, 2: 1}, cleared); diff != "" {
+		t.Errorf("sequences cleared (-want +got):\n%s", diff)
+	}
+	st := w.Stats()
+	if st.Launches != 2 || st.Warps != 8 || st.Flows != 4 {
+		t.Errorf("stats %+v, want 2 launches, 8 warps, 4 flows", st)
+	}
+	if st.Bytes != int64(buf.Len()) {
+		t.Errorf("Stats.Bytes = %d, wrote %d", st.Bytes, buf.Len())
+	}
+}
