@@ -104,7 +104,7 @@ static_assert(sizeof(WarpHeader) == 64, "iket: WarpHeader must be 64 bytes");
 // Both live in the module so the runtime finds them by name; a module holds
 // one translation unit that includes this header with tracing enabled.
 extern "C" {
-__device__ iket::State iket_state = {0ull, 0u, 0xffffffffu, 1u,
+__constant__ iket::State iket_state = {0ull, 0u, 0xffffffffu, 1u,
                                      IKET_FORMAT_VERSION};
 __device__ unsigned long long iket_scratch[9];
 }
@@ -226,9 +226,9 @@ class Warp {
     unsigned long long gt, clk;
     detail::anchor(&gt, &clk);
     atomicMax(&hdr_->count, c);
-    // One 16-byte store keeps the end pair together if lanes exit apart.
-    ulonglong2 pair = make_ulonglong2(gt, clk);
-    *reinterpret_cast<ulonglong2*>(&hdr_->end_globaltimer) = pair;
+    // The pair sits at offset 40, 8-byte aligned only: two 8-byte stores.
+    hdr_->end_globaltimer = gt;
+    hdr_->end_clock = clk;
     atomicOr(&hdr_->flags, 2u);
   }
 
