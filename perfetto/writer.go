@@ -263,6 +263,9 @@ func (w *Writer) AddWarp(wp *trace.Warp) error {
 	if !w.in {
 		return fmt.Errorf("add warp %d: no launch begun: %w", wp.Slot, ErrOrder)
 	}
+	if wp.Launch != w.li {
+		return fmt.Errorf("add warp %d: it belongs to launch %d, not the current launch %d: %w", wp.Slot, wp.Launch, w.li, ErrOrder)
+	}
 	if w.haveSlot && wp.Slot <= w.lastSlot {
 		return fmt.Errorf("add warp %d of launch %d: after warp %d; warps must come in slot order: %w", wp.Slot, w.li, w.lastSlot, ErrOrder)
 	}

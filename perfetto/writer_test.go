@@ -342,6 +342,12 @@ func TestCallOrder(t *testing.T) {
 			w.EndLaunch()
 			return w.BeginLaunch(meta, 0, l, LaunchInfo{})
 		}},
+		{"warp of another launch", func(w *Writer) error {
+			w.BeginLaunch(meta, 0, l, LaunchInfo{})
+			wp := ws[0]
+			wp.Launch = 3
+			return w.AddWarp(&wp)
+		}},
 		{"slots out of order", func(w *Writer) error {
 			w.BeginLaunch(meta, 0, l, LaunchInfo{})
 			w.AddWarp(&ws[1])
