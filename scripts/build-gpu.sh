@@ -8,7 +8,7 @@ export CGO_ENABLED=1 CGO_CFLAGS="${CGO_CFLAGS:--Wno-deprecated-declarations}"
 mkdir -p bin
 go build -trimpath -ldflags "-X main.version=$(git describe --always --dirty 2>/dev/null || echo dev)" -o bin/iket ./cmd/iket
 : > bin/tests.txt
-for dir in $(go list -f '{{if .TestGoFiles}}{{.Dir}}{{end}}' ./iket/... ./cmd/... ./trace/...); do
+for dir in $(go list -f '{{if .TestGoFiles}}{{.Dir}}{{end}}' ./iket/... ./cmd/...); do
   rel=${dir#$PWD/}
   name=$(echo "$rel" | tr / _)
   go test -c -o "bin/${name}.test" "./$rel"

@@ -5,8 +5,13 @@
 # ${OUT:-./out}; prints a short table last.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
+# Everything is written under $RES; at the end it is packed into
+# $OUT/gpu-results.tgz (the device tool returns at most 8 files).
 OUT=${OUT:-./out}
-mkdir -p "$OUT"
+RES=${RES:-/tmp/iket-gpu}
+rm -rf "$RES"; mkdir -p "$OUT" "$RES"
+final_out=$OUT
+OUT=$RES
 status=()
 step() { # step NAME CMD...: runs CMD, logs to $OUT/NAME.log, records pass/fail
   local name=$1; shift
@@ -23,6 +28,9 @@ cat "$OUT/nvidia-smi.csv"
 step devices ./bin/iket devices
 step demo ./bin/iket demo -o "$OUT/demo"
 step run ./bin/iket run warp_roles -o "$OUT/run"
+# The capture bundled with iket (internal/bundled/testdata): small buffers.
+step fixture ./bin/iket run warp_roles --capacity 16 -o "$OUT/fixture"
+step wrap ./bin/iket run warp_roles --capacity 4 --mode wrap --no-timing -o "$OUT/wrap"
 [ -f "$OUT/run/trace.iket" ] && step check ./bin/iket check "$OUT/run/trace.iket" --expect 'no_drops' --expect 'strict'
 root=$PWD
 absout=$(cd "$OUT" && pwd)
@@ -31,4 +39,6 @@ while read -r name rel; do
 done < bin/tests.txt
 echo
 echo "===== summary ====="
-printf '%s\n' "${status[@]}"
+printf '%s\n' "${status[@]}" | tee "$OUT/summary.txt"
+tar czf "$final_out/gpu-results.tgz" -C "$RES" .
+cp "$OUT/summary.txt" "$final_out/summary.txt"
