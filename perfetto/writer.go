@@ -16,7 +16,7 @@ import (
 // Options select what the [Writer] emits.
 type Options struct {
 	// Compress wraps packets in compressed_packets (zlib-framed deflate at
-	// its fastest level), in chunks of about 1 MiB: files shrink about 8x;
+	// its fastest level), in chunks of about 1 MiB: files shrink about 6x;
 	// the viewer inflates them on load.
 	Compress bool
 	// Flows draws arrows from a producer warp's range to the consumer range
