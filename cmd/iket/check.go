@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iket-trace/iket/check"
+	"github.com/iket-trace/iket/trace"
+)
+
+type checkOptions struct {
+	rules   string
+	expects []string
+	format  string
+	junit   string
+	launch  int
+}
+
+func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
+	var o checkOptions
+	cmd := &cobra.Command{
+		Use:   "check CAPTURE",
+		Short: "Fail CI when a capture breaks its rules (overlap, pairing, drops, latency)",
+		Long: `check evaluates rules over a capture and exits 0 when all hold, 1 when one
+fails, 2 for bad input or usage. Rules come from a YAML file (--rules) or
+inline (--expect, repeatable). See docs/CI.md for every rule.`,
+		Example: `  iket check out/trace.iket --expect 'overlap(producer_load, consumer_compute) >= 0.6'
+  iket check out/trace.iket --rules checks.yaml --junit report.xml
+  iket check out/trace.iket --expect strict --expect no_drops --expect 'latency_ratio <= 1.05'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCheck(args[0], o, stdout)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.rules, "rules", "", "YAML file of rules")
+	f.StringArrayVar(&o.expects, "expect", nil, "an inline rule (repeatable)")
+	f.StringVar(&o.format, "format", "table", "table or json")
+	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
+	f.IntVar(&o.launch, "launch", 0, "launch index in the capture")
+	return cmd
+}
+
+func loadRules(o checkOptions) ([]check.Rule, error) {
+	var rules []check.Rule
+	if o.rules != "" {
+		f, err := os.Open(o.rules)
+		if err != nil {
+			return nil, failWith(exitError, fmt.Errorf("check: %w", err))
+		}
+		defer f.Close()
+		rs, err := check.LoadRules(f, o.rules)
+		if err != nil {
+			return nil, failWith(exitError, err)
+		}
+		rules = append(rules, rs...)
+	}
+	for _, e := range o.expects {
+		r, err := check.ParseExpr(e)
+		if err != nil {
+			return nil, failWith(exitError, fmt.Errorf("--expect %q: %w", e, err))
+		}
+		rules = append(rules, r)
+	}
+	if len(rules) == 0 {
+		return nil, failWith(exitError, fmt.Errorf("check: no rules: give --rules FILE or --expect RULE"))
+	}
+	return rules, nil
+}
+
+func runCheck(path string, o checkOptions, stdout io.Writer) error {
+	if o.format != "table" && o.format != "json" {
+		return failWith(exitError, fmt.Errorf("--format %q: want table or json", o.format))
+	}
+	rules, err := loadRules(o)
+	if err != nil {
+		return err
+	}
+	c, err := openCapture(path)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	a, err := analyze(c, o.launch, trace.Options{Strict: true})
+	if err != nil {
+		return err
+	}
+	results := check.Evaluate(rules, check.Input{
+		Meta: a.Launch.Meta, Analyzer: a.Analyzer, Summary: a.Summary, Violations: a.Violations,
+	})
+	if o.format == "json" {
+		err = check.WriteJSON(stdout, results)
+	} else {
+		err = check.WriteTable(stdout, results)
+	}
+	if err != nil {
+		return failWith(exitError, err)
+	}
+	if o.junit != "" {
+		f, err := os.Create(o.junit)
+		if err != nil {
+			return failWith(exitError, fmt.Errorf("check: %w", err))
+		}
+		werr := check.WriteJUnit(f, "iket check "+path, results)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return failWith(exitError, fmt.Errorf("check: write %s: %w", o.junit, werr))
+		}
+	}
+	failed := 0
+	for _, r := range results {
+		if !r.Pass {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return failWith(exitCheckFail, fmt.Errorf("check %s: %d of %d rules failed", path, failed, len(results)))
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iket-trace/iket/perfetto"
+	"github.com/iket-trace/iket/trace"
+)
+
+type exportOptions struct {
+	output   string
+	format   string
+	compress bool
+	noFlows  bool
+}
+
+func newExportCmd(stdout, stderr io.Writer) *cobra.Command {
+	var o exportOptions
+	cmd := &cobra.Command{
+		Use:   "export CAPTURE -o FILE",
+		Short: "Convert a capture to a Perfetto trace (.pftrace), Chrome JSON or an HTML report",
+		Long: `export reads a capture (.iket) and writes it for a viewer. The default format
+is Perfetto's protobuf trace (open it at ui.perfetto.dev); --format json writes
+Chrome's trace-event JSON for tools that read only that; --format html a
+self-contained report (timeline by role, stats, latency, conditions) that
+needs no network. No GPU is needed.`,
+		Example: `  iket export out/trace.iket -o trace.pftrace
+  iket export out/trace.iket --format json -o trace.json
+  iket export out/trace.iket -o report.html`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExport(args[0], o, stdout)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.output, "output", "o", "", "output file (default: CAPTURE with the format's extension)")
+	f.StringVar(&o.format, "format", "", "pftrace, json or html (default: from the output's extension, else pftrace)")
+	f.BoolVar(&o.compress, "compress", false, "deflate packets (compressed_packets) for large traces")
+	f.BoolVar(&o.noFlows, "no-flows", false, "omit producer-to-consumer flow arrows")
+	return cmd
+}
+
+func exportFormat(o exportOptions) (string, error) {
+	format := o.format
+	if format == "" {
+		switch strings.ToLower(filepath.Ext(o.output)) {
+		case ".json":
+			format = "json"
+		case ".html":
+			format = "html"
+		default:
+			format = "pftrace"
+		}
+	}
+	switch format {
+	case "pftrace", "json", "html":
+		return format, nil
+	}
+	return "", failWith(exitError, fmt.Errorf("--format %q: want pftrace, json or html", o.format))
+}
+
+func runExport(path string, o exportOptions, stdout io.Writer) error {
+	format, err := exportFormat(o)
+	if err != nil {
+		return err
+	}
+	if o.output == "" {
+		o.output = strings.TrimSuffix(path, filepath.Ext(path)) + "." + format
+	}
+	c, err := openCapture(path)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if format == "html" {
+		if err := writeReport(c, 0, o.output); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", o.output)
+		return nil
+	}
+	if err := writeExport(c, o.output, format, perfetto.Options{Compress: o.compress, Flows: !o.noFlows, Counters: true}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", o.output)
+	return nil
+}
+
+// writeExport writes c to path in format, removing a partial file on error.
+func writeExport(c *trace.Capture, path, format string, opt perfetto.Options) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return failWith(exitError, fmt.Errorf("export: %w", err))
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = failWith(exitError, fmt.Errorf("export: %w", cerr))
+		}
+		if err != nil {
+			os.Remove(path)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	switch format {
+	case "json":
+		err = perfetto.WriteJSON(bw, c)
+	default:
+		err = perfetto.ExportCapture(bw, c, opt)
+	}
+	if err != nil {
+		return failWith(exitError, fmt.Errorf("export %s: %w", path, err))
+	}
+	if err := bw.Flush(); err != nil {
+		return failWith(exitError, fmt.Errorf("export %s: %w", path, err))
+	}
+	return nil
+}

@@ -1,0 +1,20 @@
+// Command iket traces warp-specialized CUDA kernels: it runs a kernel with
+// in-kernel event tracing, writes a Perfetto trace and a latency comparison
+// against the uninstrumented build, and checks captures in CI.
+//
+// Exit codes: 0 success; 1 a check failed; 2 bad input, bad usage, or a CUDA
+// error (a kernel that faulted or hung).
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iket-trace/iket/iket"
+	"github.com/iket-trace/iket/trace"
+)
+
+type runOptions struct {
+	out       string
+	device    int
+	arch      string
+	capacity  uint32
+	mode      string
+	watch     bool
+	timeout   time.Duration
+	rounds    int
+	calls     int
+	warmup    int
+	noFlushL2 bool
+	noTiming  bool
+}
+
+func (o *runOptions) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVarP(&o.out, "output", "o", "iket-out", "output folder")
+	f.IntVar(&o.device, "device", 0, "CUDA device ordinal")
+	f.StringVar(&o.arch, "arch", iket.DefaultArch, "NVRTC target architecture")
+	f.Uint32Var(&o.capacity, "capacity", 0, "records per warp (default: the runtime's)")
+	f.StringVar(&o.mode, "mode", "stop", "full buffer: stop (count drops) or wrap (keep the newest)")
+	f.BoolVar(&o.watch, "watch", false, "host-mapped buffers, readable while the kernel runs (slower; for hangs and faults)")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "report the kernel as hung after this long")
+	f.IntVar(&o.rounds, "rounds", 0, "timing rounds per build (default 5)")
+	f.IntVar(&o.calls, "calls", 0, "timed calls per round (default 20)")
+	f.IntVar(&o.warmup, "warmup", 0, "warm-up calls (default: until stable)")
+	f.BoolVar(&o.noFlushL2, "no-flush-l2", false, "do not write 256 MiB before each timed call")
+	f.BoolVar(&o.noTiming, "no-timing", false, "trace only; skip the latency comparison")
+}
+
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run KERNEL",
+		Short: "Trace and time a kernel on the GPU",
+		Long: `run compiles a kernel twice (with and without tracing), checks that both
+builds compute the exact output, traces one launch, times both builds with
+CUDA events (warm-up until stable, interleaved rounds, L2 flushed before each
+call, median and every round kept) and writes, in the output folder:
+
+  trace.iket     the raw capture: every warp's buffer, the launch, the device
+  trace.pftrace  the Perfetto trace (GPU > launch > SM > CTA > warp)
+  latency.json   uninstrumented vs instrumented latency and the conditions
+
+KERNEL is a built-in program's name or its source file (built-ins: ` + builtinNames() + `).
+A kernel that faults or does not finish within --timeout is reported with what
+its warps recorded; iket exits 2.`,
+		Example: `  iket run warp_roles -o out
+  iket run kernels/examples/warp_roles.cu --mode wrap --capacity 64
+  iket run hang --watch --timeout 2s     # diagnose a deadlock`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dev, err := iket.OpenDevice(o.device)
+			if err != nil {
+				return failWith(exitError, err)
+			}
+			defer dev.Close()
+			return runKernel(cmd, dev, args[0], o, stdout, stderr)
+		},
+	}
+	o.flags(cmd)
+	return cmd
+}
+
+func builtinNames() string {
+	var names []string
+	for _, p := range iket.Builtins() {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// resolveProgram maps KERNEL to a built-in program and, for a file, its source.
+func resolveProgram(kernel string) (*iket.Program, *iket.Source, error) {
+	if p, err := iket.Builtin(kernel); err == nil {
+		return p, nil, nil
+	}
+	if _, err := os.Stat(kernel); err != nil {
+		return nil, nil, failWith(exitError, fmt.Errorf("run %s: not a built-in program (%s) and not a file: %w", kernel, builtinNames(), err))
+	}
+	base := strings.TrimSuffix(filepath.Base(kernel), filepath.Ext(kernel))
+	p, err := iket.Builtin(base)
+	if err != nil {
+		return nil, nil, failWith(exitError, fmt.Errorf("run %s: iket knows the launch configuration of the built-in programs only (%s); for another kernel write a spec (docs/SPEC.md)", kernel, builtinNames()))
+	}
+	data, err := os.ReadFile(kernel)
+	if err != nil {
+		return nil, nil, failWith(exitError, fmt.Errorf("run: %w", err))
+	}
+	kind, err := iket.DetectKind(kernel, data)
+	if err != nil {
+		return nil, nil, failWith(exitError, err)
+	}
+	return p, &iket.Source{Path: kernel, Kind: kind, Data: data}, nil
+}
+
+func runKernel(cmd *cobra.Command, dev *iket.Device, kernel string, o runOptions, stdout, stderr io.Writer) error {
+	prog, src, err := resolveProgram(kernel)
+	if err != nil {
+		return err
+	}
+	mode := trace.Mode(o.mode)
+	if mode != trace.ModeStop && mode != trace.ModeWrap {
+		return failWith(exitError, fmt.Errorf("--mode %q: want stop or wrap", o.mode))
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return failWith(exitError, fmt.Errorf("run: %w", err))
+	}
+	opt := iket.RunOptions{
+		Arch:   o.arch,
+		Source: src,
+		Trace:  iket.TraceOptions{Capacity: o.capacity, Mode: mode, Watch: o.watch, Timeout: o.timeout},
+		Timing: iket.TimingOptions{
+			Warmup: o.warmup, Rounds: o.rounds, CallsPerRound: o.calls, SkipL2Flush: o.noFlushL2,
+		},
+		SkipTiming: o.noTiming,
+	}
+	fmt.Fprintf(stderr, "running %s on %s\n", prog.Name, dev.Info().Name)
+	res, err := iket.Run(cmd.Context(), dev, prog, opt)
+	if err != nil {
+		return reportRunError(err, prog.Name, dev, o.out, stdout)
+	}
+	meta := res.Meta("iket " + version)
+	capPath := filepath.Join(o.out, captureFile)
+	if err := iket.WriteCapture(capPath, meta, res.Launch); err != nil {
+		return failWith(exitError, err)
+	}
+	if res.CompileLog != "" {
+		fmt.Fprintf(stderr, "NVRTC said:\n%s\n", res.CompileLog)
+	}
+	return writeOutputs(o.out, "measured", stdout)
+}
+
+// reportRunError explains a failed run. For a hang or a fault with readable
+// buffers it writes the partial capture and diagnoses the warps.
+func reportRunError(err error, name string, dev *iket.Device, out string, stdout io.Writer) error {
+	var hang *iket.HangError
+	var kerr *iket.KernelError
+	var partial *iket.TraceResult
+	switch {
+	case errors.As(err, &hang):
+		partial = hang.Result
+	case errors.As(err, &kerr):
+		partial = kerr.Result
+	}
+	if partial == nil {
+		return failWith(exitError, err)
+	}
+	capPath := filepath.Join(out, captureFile)
+	meta := trace.Meta{Tool: "iket " + version, Created: time.Now().UTC()}
+	info := dev.Info()
+	meta.Device = &info
+	if werr := iket.WriteCapture(capPath, meta, partial); werr != nil {
+		return failWith(exitError, fmt.Errorf("%w (and the partial capture could not be written: %v)", err, werr))
+	}
+	c, cerr := trace.Open(capPath)
+	if cerr != nil {
+		return failWith(exitError, fmt.Errorf("%w (partial capture unreadable: %v)", err, cerr))
+	}
+	defer c.Close()
+	rep, derr := diagnoseHang(c.Launch(0))
+	if derr != nil {
+		return failWith(exitError, fmt.Errorf("%w (diagnosis failed: %v)", err, derr))
+	}
+	fmt.Fprintf(stdout, "%v\n", err)
+	rep.write(stdout)
+	fmt.Fprintf(stdout, "partial capture: %s (iket export %s to view it)\n", capPath, capPath)
+	return failWith(exitError, err)
+}

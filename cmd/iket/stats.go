@@ -1,0 +1,140 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+type statsOptions struct {
+	launch int
+	json   bool
+	trim   bool
+}
+
+func newStatsCmd(stdout, stderr io.Writer) *cobra.Command {
+	var o statsOptions
+	cmd := &cobra.Command{
+		Use:   "stats CAPTURE",
+		Short: "Per role and range: count, mean, p50, p99, max, share; overlap matrix; drops",
+		Long: `stats decodes one launch of a capture and prints, per warp role and range name,
+the count, mean, p50, p90, p99 and max duration and the share of the warps'
+time spent inside; then the overlap matrix (row x, column y: the share of x's
+active time during which y is active on another warp of the same CTA), the
+per-SM clock fit and the drops.`,
+		Example: `  iket stats out/trace.iket
+  iket stats --json out/trace.iket | jq '.stats[] | select(.range == "consumer_compute")'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runStats(args[0], o, stdout)
+		},
+	}
+	cmd.Flags().IntVar(&o.launch, "launch", 0, "launch index in the capture")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&o.trim, "trim", false, "wrap mode: trim to the window common to all warps")
+	return cmd
+}
+
+// statsJSON is the --json output of iket stats.
+type statsJSON struct {
+	Kernel   string             `json:"kernel"`
+	Summary  trace.Summary      `json:"summary"`
+	Stats    []trace.RangeStats `json:"stats"`
+	Names    []string           `json:"overlap_names"`
+	Overlap  [][]float64        `json:"overlap"`
+	Clocks   []trace.ClockFit   `json:"clocks"`
+	Latency  *trace.Latency     `json:"latency,omitempty"`
+}
+
+func runStats(path string, o statsOptions, stdout io.Writer) error {
+	c, err := openCapture(path)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	a, err := analyze(c, o.launch, trace.Options{TrimCommonWindow: o.trim})
+	if err != nil {
+		return err
+	}
+	names, m := a.Analyzer.OverlapMatrix()
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(statsJSON{
+			Kernel: a.Launch.Meta.Kernel, Summary: a.Summary, Stats: a.Analyzer.Stats(),
+			Names: names, Overlap: m, Clocks: a.Clocks, Latency: a.Launch.Meta.Latency,
+		})
+	}
+	writeStatsTable(stdout, a, names, m)
+	return nil
+}
+
+func writeStatsTable(w io.Writer, a *analysis, names []string, m [][]float64) {
+	meta := a.Launch.Meta
+	fmt.Fprintf(w, "%s: grid %v block %v, %d warps, %d events, %d dropped\n\n",
+		meta.Kernel, meta.Grid, meta.Block, a.Summary.Warps, a.Summary.Stored, a.Summary.Dropped)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "role\trange\tcount\tmean\tp50\tp99\tmax\tshare\t")
+	for _, s := range a.Analyzer.Stats() {
+		role := s.Role
+		if role == "" {
+			role = "(all)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.1f%%\t\n", role, s.Range, s.Count,
+			fmtNs(s.MeanNs), fmtNs(s.P50Ns), fmtNs(s.P99Ns), fmtNs(s.MaxNs), 100*s.Share)
+	}
+	tw.Flush()
+	if len(names) > 0 {
+		fmt.Fprintln(w, "\noverlap (row x, column y: share of x's time with y active on another warp of the CTA)")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprint(tw, "\t")
+		for _, n := range names {
+			fmt.Fprintf(tw, "%s\t", n)
+		}
+		fmt.Fprintln(tw)
+		for i, n := range names {
+			fmt.Fprintf(tw, "%s\t", n)
+			for j := range names {
+				fmt.Fprintf(tw, "%.2f\t", m[i][j])
+			}
+			fmt.Fprintln(tw)
+		}
+		tw.Flush()
+	}
+	if len(a.Clocks) > 0 {
+		lo, hi := a.Clocks[0], a.Clocks[0]
+		for _, f := range a.Clocks {
+			if f.MHz < lo.MHz {
+				lo = f
+			}
+			if f.MHz > hi.MHz {
+				hi = f
+			}
+		}
+		worst := 0.0
+		for _, f := range a.Clocks {
+			worst = max(worst, f.ResidualMaxNs)
+		}
+		fmt.Fprintf(w, "\nclock fit: %d SMs, %.1f-%.1f MHz, worst residual %.1f ns\n", len(a.Clocks), lo.MHz, hi.MHz, worst)
+	}
+	if l := meta.Latency; l != nil {
+		fmt.Fprintf(w, "latency: uninstrumented %.2f us, instrumented %.2f us (medians of %d rounds), ratio %.3f\n",
+			l.Uninstrumented.MedianUS, l.Instrumented.MedianUS, len(l.Uninstrumented.RoundsUS), l.Ratio)
+	}
+}
+
+// fmtNs prints a duration in ns with a readable unit.
+func fmtNs(ns float64) string {
+	switch {
+	case ns >= 1e6:
+		return fmt.Sprintf("%.2fms", ns/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.2fus", ns/1e3)
+	}
+	return fmt.Sprintf("%.0fns", ns)
+}

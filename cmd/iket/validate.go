@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+type validateOptions struct {
+	lenient bool
+	trim    bool
+}
+
+func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
+	var o validateOptions
+	cmd := &cobra.Command{
+		Use:   "validate CAPTURE",
+		Short: "Check a capture's range pairing and drops, warp by warp",
+		Long: `validate decodes every warp of every launch and reports each pairing
+violation (pop on an empty stack, pop of another name, range still open at the
+warp's end, end of an unknown token), unknown names and drops, naming the warp,
+SM, CTA and event. Strict by default: any violation or drop exits 1.`,
+		Example: `  iket validate out/trace.iket
+  iket validate --lenient out/trace.iket   # drops and unfinished warps are reported, not failures`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runValidate(args[0], o, stdout)
+		},
+	}
+	cmd.Flags().BoolVar(&o.lenient, "lenient", false, "only pairing violations fail; drops are reported")
+	cmd.Flags().BoolVar(&o.trim, "trim", false, "wrap mode: trim to the window common to all warps")
+	return cmd
+}
+
+func runValidate(path string, o validateOptions, stdout io.Writer) error {
+	c, err := openCapture(path)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	failed := 0
+	for i := 0; i < c.NumLaunches(); i++ {
+		l := c.Launch(i)
+		s, verr := trace.Validate(l, trace.Options{Strict: !o.lenient, TrimCommonWindow: o.trim})
+		fmt.Fprintf(stdout, "launch %d %s: %d warps, %d events stored, %d dropped, %d violations\n",
+			i, l.Meta.Kernel, s.Warps, s.Stored, s.Dropped, s.TotalViolations())
+		if verr != nil {
+			failed++
+			fmt.Fprintf(stdout, "%v\n", verr)
+		}
+	}
+	if failed > 0 {
+		return failWith(exitCheckFail, fmt.Errorf("validate %s: %d of %d launches have violations", path, failed, c.NumLaunches()))
+	}
+	fmt.Fprintln(stdout, "ok")
+	return nil
+}

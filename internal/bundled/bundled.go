@@ -1,0 +1,25 @@
+// Package bundled holds the capture that ships inside iket: warp_roles
+// recorded on an NVIDIA H200 by scripts/gpu.sh. `iket demo` replays it on a
+// machine without a GPU, and tests across the module decode it as a fixture.
+package bundled
+
+import (
+	"embed"
+	"fmt"
+)
+
+//go:embed testdata
+var files embed.FS
+
+// WarpRolesName is the bundled capture's file name under testdata/.
+const WarpRolesName = "warp_roles_h200.iket"
+
+// WarpRolesH200 returns the bundled warp_roles capture. The caller owns the
+// returned slice.
+func WarpRolesH200() ([]byte, error) {
+	b, err := files.ReadFile("testdata/" + WarpRolesName)
+	if err != nil {
+		return nil, fmt.Errorf("bundled capture %s: %w", WarpRolesName, err)
+	}
+	return b, nil
+}
