@@ -15,8 +15,8 @@ import (
 // and innermost open range so that a deadlock reads at a glance.
 type hangReport struct {
 	Warps, Finished, Running, NeverStarted int
-	Groups                                []hangGroup
-	Examples                              []string // a few warps in full
+	Groups                                 []hangGroup
+	Examples                               []string // a few warps in full
 }
 
 type hangGroup struct {

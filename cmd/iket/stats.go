@@ -42,13 +42,13 @@ per-SM clock fit and the drops.`,
 
 // statsJSON is the --json output of iket stats.
 type statsJSON struct {
-	Kernel   string             `json:"kernel"`
-	Summary  trace.Summary      `json:"summary"`
-	Stats    []trace.RangeStats `json:"stats"`
-	Names    []string           `json:"overlap_names"`
-	Overlap  [][]float64        `json:"overlap"`
-	Clocks   []trace.ClockFit   `json:"clocks"`
-	Latency  *trace.Latency     `json:"latency,omitempty"`
+	Kernel  string             `json:"kernel"`
+	Summary trace.Summary      `json:"summary"`
+	Stats   []trace.RangeStats `json:"stats"`
+	Names   []string           `json:"overlap_names"`
+	Overlap [][]float64        `json:"overlap"`
+	Clocks  []trace.ClockFit   `json:"clocks"`
+	Latency *trace.Latency     `json:"latency,omitempty"`
 }
 
 func runStats(path string, o statsOptions, stdout io.Writer) error {
