@@ -18,6 +18,8 @@
 #              results.json, sass-event.txt, trace-pipeline.iket, trace-gemm.iket
 #        WORK  (default /tmp/iket-overhead) builds, dumps, per-step logs
 #        NVCC  (default nvcc, else /usr/local/cuda/bin/nvcc)
+#        IKET_EXTRA_FLAGS  extra nvcc flags for every kernel build, e.g.
+#              -DIKET_SAME_LANES=1 to measure the header's fast mode
 # Exit code: 0 when every step passed, else 1 (the summary names the steps).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +65,7 @@ build() {
   cubin() { # cubin NAME SRC FLAGS...
     local name=$1 src=$2; shift 2
     "$NVCC" -cubin $ARCH -O3 -lineinfo -Ikernels/include -Ikernels/hopper \
-      -Xptxas -v "$@" -o "$M/$name.cubin" "$src" > "$M/$name.build.log" 2>&1
+      -Xptxas -v ${IKET_EXTRA_FLAGS:-} "$@" -o "$M/$name.cubin" "$src" > "$M/$name.build.log" 2>&1
   }
   cubin pipeline_off kernels/hopper/pipeline.cu & pids+=($!); names+=(pipeline_off)
   cubin pipeline_on kernels/hopper/pipeline.cu -DIKET_ENABLE=1 & pids+=($!); names+=(pipeline_on)

@@ -262,8 +262,8 @@ func (d *Decoder) checkHeader(h *WarpHeader, slot uint64) string {
 	switch {
 	case h.Magic != WarpMagic:
 		return fmt.Sprintf("header magic %#x, want %#x (started) or 0 (never ran)", h.Magic, WarpMagic)
-	case h.Flags&FlagStarted == 0 || h.Flags&^(FlagStarted|FlagFinished) != 0:
-		return fmt.Sprintf("header flags %#x: want bit 0 (started) set and only bits 0-1", h.Flags)
+	case h.Flags&FlagStarted == 0 || h.Flags&^(FlagStarted|FlagFinished|FlagRoleMask<<FlagRoleShift) != 0:
+		return fmt.Sprintf("header flags %#x: want bit 0 (started) set and only bits 0-1 and 16-28 (role)", h.Flags)
 	case !h.Finished() && h.Count != 0:
 		return fmt.Sprintf("count %d on a warp that did not finish (count is written at exit)", h.Count)
 	case h.Finished() && h.EndClock < h.StartClock:
@@ -374,6 +374,11 @@ func (d *Decoder) Next(w *Warp) error {
 		return d.warpErr(werr)
 	}
 	d.pair(w, fit, raw, h.StartClock)
+	// The header holds the last set_role, even when its record was lost to
+	// a wrap. A role id that is no ROLE name was reported with its event.
+	if r := h.Role(); r != 0 && int(r) < len(d.nk) && d.nk[r] == nkRole {
+		w.Role = r
+	}
 	if w.Finished {
 		d.sum.Finished++
 		w.Last = fit.Ns(h.EndClock)

@@ -56,6 +56,8 @@ const (
 	WarpMagic       = 0x57454b49 // "IKEW"
 	FlagStarted     = 1
 	FlagFinished    = 2
+	FlagRoleShift   = 16     // bits 16-28 of the flags hold the role id
+	FlagRoleMask    = 0x1fff // after the shift
 	MaxNames        = 8191
 	FormatVersion   = 1
 	StopMask        = 0xffffffff
@@ -84,6 +86,9 @@ type WarpHeader struct {
 
 // Started reports whether the warp ran its tracer's constructor.
 func (h *WarpHeader) Started() bool { return h.Magic == WarpMagic && h.Flags&FlagStarted != 0 }
+
+// Role returns the role id the header's flags hold (0 = none set).
+func (h *WarpHeader) Role() uint16 { return uint16(h.Flags>>FlagRoleShift) & FlagRoleMask }
 
 // Finished reports whether the warp left the kernel normally.
 func (h *WarpHeader) Finished() bool { return h.Flags&FlagFinished != 0 }

@@ -102,6 +102,9 @@ type Warp struct {
 	// Unfinished leaves the warp as a hung or faulted one: no count, no end
 	// anchor, flag bit 1 clear.
 	Unfinished bool
+	// NoHeaderRole leaves the role out of the header's flags, as a capture
+	// from before format 1's role bits (or a corrupt one) would.
+	NoHeaderRole bool
 	// NeverStarted leaves the slot zero, as for a warp that never ran.
 	NeverStarted bool
 
@@ -323,6 +326,11 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 	h := trace.WarpHeader{
 		Magic: trace.WarpMagic, SM: w.SM, CTA: w.CTA, Warp: w.Warp,
 		StartGlobaltimer: sgt, StartClock: sclk, Flags: trace.FlagStarted,
+	}
+	for _, e := range ev { // set_role also writes the role into the flags
+		if e.kind == trace.KindRole && !w.NoHeaderRole {
+			h.Flags = trace.FlagStarted | uint32(e.name&trace.FlagRoleMask)<<trace.FlagRoleShift
+		}
 	}
 	capa := uint64(l.Capacity)
 	recs := b[trace.WarpHeaderSize:]

@@ -22,6 +22,11 @@
 //     }
 //   }                               // the destructor closes the warp's record
 //
+// Fast mode: define IKET_SAME_LANES=1 too when every event of a warp is
+// recorded by the same set of lanes (always the whole warp, or always the
+// same single lane). Events then skip the activemask/redux step that keeps
+// lanes' cursors in step, which is most of an event's latency.
+//
 // Every call may be made by any subset of a warp's lanes (inside
 // `if (lane == 0)` too); the active lanes write one shared record. The binary
 // layout written here is specified in docs/FORMAT.md; trace/ decodes it.
@@ -95,7 +100,7 @@ struct WarpHeader {
   unsigned long long end_globaltimer;
   unsigned long long end_clock;
   unsigned count;  // events attempted (stored + dropped), written at exit
-  unsigned flags;  // bit 0: started, bit 1: finished
+  unsigned flags;  // bit 0: started, bit 1: finished, 16-28: role id
 };
 static_assert(sizeof(WarpHeader) == 64, "iket: WarpHeader must be 64 bytes");
 
@@ -263,8 +268,11 @@ class Warp {
     emit(IKET_KIND_END, name, payload);
   }
   // set_role names the warp's role (a ROLE name); the last one set wins.
+  // The role also goes into the header's flags (bits 16-28), so a wrapped
+  // buffer that lost the ROLE event still names the warp's role.
   __device__ __forceinline__ void set_role(unsigned short role) {
     emit(IKET_KIND_ROLE, role, 0u);
+    hdr_->flags = 1u | (static_cast<unsigned>(role & 0x1fffu) << 16);
   }
 
  private:
@@ -273,8 +281,15 @@ class Warp {
   // slot (min), in wrap mode the mask keeps the newest.
   __device__ __forceinline__ void emit(unsigned kind, unsigned short name,
                                        unsigned payload) {
+#if defined(IKET_SAME_LANES) && IKET_SAME_LANES
+    // Fast mode: the kernel promises that each warp records every event
+    // with the same set of lanes (always the whole warp, or always lane 0),
+    // so every lane's cursor is already right and no lanes need syncing.
+    const unsigned c = cursor_;
+#else
     const unsigned m = detail::active_mask();
     const unsigned c = detail::max_active(m, cursor_);
+#endif
     const unsigned idx = min(c & mask_, cap_);
     const unsigned hi = (kind << 29) | (static_cast<unsigned>(name) << 16) |
                         (payload & 0xffffu);
