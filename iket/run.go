@@ -69,9 +69,12 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 	if err := cfg.Validate(d.Limits()); err != nil {
 		return nil, step("configure", err)
 	}
-	src, err := prog.Source()
-	if err != nil {
-		return nil, step("load source", err)
+	var src Source
+	var err error
+	if opt.Source == nil {
+		if src, err = prog.Source(); err != nil {
+			return nil, step("load source", err)
+		}
 	}
 	baseSrc := src
 	if opt.Source != nil {

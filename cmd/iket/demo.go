@@ -31,7 +31,11 @@ on an NVIDIA H200 that ships inside iket, writing the same outputs.`,
 				dev, err := iket.OpenDevice(o.device)
 				if err == nil {
 					defer dev.Close()
-					return runKernel(cmd, dev, "warp_roles", o, stdout, stderr)
+					prog, err := iket.Builtin("warp_roles")
+					if err != nil {
+						return failWith(exitError, err)
+					}
+					return runKernel(cmd, dev, prog, nil, nil, o, stdout, stderr)
 				}
 				if !noDevice(err) {
 					return failWith(exitError, err)

@@ -269,3 +269,31 @@ func TestHangDiagnosis(t *testing.T) {
 		}
 	}
 }
+
+func TestRunSpec(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("kernel: k.cu\nentry: k\ngrid: [2, 0]\nblock: 64\nargs:\n  - name: x\n    buffer: {dtype: f33, shape: [4], output: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "run", "--spec", bad)
+	if code != exitError {
+		t.Fatalf("bad spec: exit %d, want 2", code)
+	}
+	for _, want := range []string{"grid: dimension 1 is 0", `args[0].buffer.dtype: "f33"`} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("bad spec error lacks %q: %s", want, errs)
+		}
+	}
+	if code, _, errs := runCLI(t, "run", "warp_roles", "--spec", bad); code != exitError || !strings.Contains(errs, "not both") {
+		t.Errorf("kernel and spec: exit %d %q", code, errs)
+	}
+	// The example spec loads; without a GPU the run stops at the device.
+	if d, err := iket.OpenDevice(0); err == nil {
+		d.Close()
+		t.Skip("a GPU is present: scripts/gpu.sh runs the spec")
+	}
+	code, _, errs = runCLI(t, "run", "--spec", "../../kernels/examples/warp_roles.yaml", "-o", t.TempDir())
+	if code != exitError || !strings.Contains(errs, "libcuda.so.1") {
+		t.Errorf("spec run without a GPU: exit %d, stderr %q", code, errs)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/iket-trace/iket/iket"
+	"github.com/iket-trace/iket/spec"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -28,6 +29,7 @@ type runOptions struct {
 	warmup    int
 	noFlushL2 bool
 	noTiming  bool
+	spec      string
 }
 
 func (o *runOptions) flags(cmd *cobra.Command) {
@@ -60,23 +62,48 @@ call, median and every round kept) and writes, in the output folder:
   trace.pftrace  the Perfetto trace (GPU > launch > SM > CTA > warp)
   latency.json   uninstrumented vs instrumented latency and the conditions
 
-KERNEL is a built-in program's name or its source file (built-ins: ` + builtinNames() + `).
+KERNEL is a built-in program's name or its source file (built-ins: ` + builtinNames() + `);
+for any other kernel, --spec FILE describes it (docs/SPEC.md).
 A kernel that faults or does not finish within --timeout is reported with what
 its warps recorded; iket exits 2.`,
 		Example: `  iket run warp_roles -o out
   iket run kernels/examples/warp_roles.cu --mode wrap --capacity 64
-  iket run hang --watch --timeout 2s     # diagnose a deadlock`,
-		Args: cobra.ExactArgs(1),
+  iket run hang --watch --timeout 2s     # diagnose a deadlock
+  iket run --spec my_kernel.yaml          # your own kernel`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var prog *iket.Program
+			var src, base *iket.Source
+			switch {
+			case o.spec != "" && len(args) == 1:
+				return failWith(exitError, fmt.Errorf("run: give KERNEL or --spec, not both"))
+			case o.spec != "":
+				s, err := spec.Load(o.spec)
+				if err != nil {
+					return failWith(exitError, err)
+				}
+				if prog, src, base, err = specProgram(s, o.spec); err != nil {
+					return failWith(exitError, err)
+				}
+				o = specRunOptions(s, o, cmd.Flags().Changed("capacity"), cmd.Flags().Changed("mode"))
+			case len(args) == 1:
+				var err error
+				if prog, src, err = resolveProgram(args[0]); err != nil {
+					return err
+				}
+			default:
+				return failWith(exitError, fmt.Errorf("run: give a kernel (%s or its source file) or --spec FILE", builtinNames()))
+			}
 			dev, err := iket.OpenDevice(o.device)
 			if err != nil {
 				return failWith(exitError, err)
 			}
 			defer dev.Close()
-			return runKernel(cmd, dev, args[0], o, stdout, stderr)
+			return runKernel(cmd, dev, prog, src, base, o, stdout, stderr)
 		},
 	}
 	o.flags(cmd)
+	cmd.Flags().StringVar(&o.spec, "spec", "", "YAML spec of your own kernel's launch (docs/SPEC.md)")
 	return cmd
 }
 
@@ -112,11 +139,7 @@ func resolveProgram(kernel string) (*iket.Program, *iket.Source, error) {
 	return p, &iket.Source{Path: kernel, Kind: kind, Data: data}, nil
 }
 
-func runKernel(cmd *cobra.Command, dev *iket.Device, kernel string, o runOptions, stdout, stderr io.Writer) error {
-	prog, src, err := resolveProgram(kernel)
-	if err != nil {
-		return err
-	}
+func runKernel(cmd *cobra.Command, dev *iket.Device, prog *iket.Program, src, base *iket.Source, o runOptions, stdout, stderr io.Writer) error {
 	mode := trace.Mode(o.mode)
 	if mode != trace.ModeStop && mode != trace.ModeWrap {
 		return failWith(exitError, fmt.Errorf("--mode %q: want stop or wrap", o.mode))
@@ -125,9 +148,10 @@ func runKernel(cmd *cobra.Command, dev *iket.Device, kernel string, o runOptions
 		return failWith(exitError, fmt.Errorf("run: %w", err))
 	}
 	opt := iket.RunOptions{
-		Arch:   o.arch,
-		Source: src,
-		Trace:  iket.TraceOptions{Capacity: o.capacity, Mode: mode, Watch: o.watch, Timeout: o.timeout},
+		Arch:     o.arch,
+		Source:   src,
+		Baseline: base,
+		Trace:    iket.TraceOptions{Capacity: o.capacity, Mode: mode, Watch: o.watch, Timeout: o.timeout},
 		Timing: iket.TimingOptions{
 			Warmup: o.warmup, Rounds: o.rounds, CallsPerRound: o.calls, SkipL2Flush: o.noFlushL2,
 		},

@@ -55,3 +55,14 @@ extern "C" __global__ void __launch_bounds__(64)
     tr.range_pop(iket_id::consumer_compute);
   }
 }
+
+// warp_roles_reference computes the same output plainly, for specs' reference
+// checks (kernels/examples/warp_roles.yaml).
+extern "C" __global__ void warp_roles_reference(const float* __restrict__ in,
+                                                float* __restrict__ out) {
+  const unsigned long long base =
+      static_cast<unsigned long long>(blockIdx.x) * WARP_ROLES_N;
+  for (int i = threadIdx.x; i < WARP_ROLES_N; i += blockDim.x) {
+    out[base + i] = in[base + i] * 2.0f + 1.0f;
+  }
+}
