@@ -38,6 +38,8 @@ absout=$(cd "$OUT" && pwd)
 while read -r name rel; do
   step "test-$name" env -C "$rel" IKET_REQUIRE_GPU=1 IKET_TEST_OUT="$absout" "$root/bin/$name.test" -test.timeout 200s
 done < bin/tests.txt
+# Watch mode's cost (host-mapped buffers) against device buffers.
+step bench-watch env -C iket "$root/bin/iket.test" -test.run '^$' -test.bench GPUTrace -test.benchmem -test.count 3
 echo
 echo "===== summary ====="
 printf '%s\n' "${status[@]}" | tee "$OUT/summary.txt"
