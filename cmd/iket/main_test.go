@@ -297,3 +297,29 @@ func TestRunSpec(t *testing.T) {
 		t.Errorf("spec run without a GPU: exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestCheckGEMM runs the example rules on the bundled GEMM capture, and the
+// same rules with bounds just past the measured values fail.
+func TestCheckGEMM(t *testing.T) {
+	b, err := bundled.Capture(bundled.GEMMName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capPath := filepath.Join(t.TempDir(), "gemm.iket")
+	if err := os.WriteFile(capPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI(t, "check", capPath, "--rules", "../../examples/checks/gemm.yaml"); code != 0 {
+		t.Fatalf("example rules: exit %d\n%s%s", code, out, errs)
+	}
+	for _, rule := range []string{
+		"overlap(compute, issue) >= 0.62",         // measured 0.6117
+		"overlap_min_cta(compute, issue) >= 0.48", // measured 0.4714
+		"count(compute, role=consumer) == 15",
+		"p99(wait_data) <= 700ns", // measured 724 ns
+	} {
+		if code, out, _ := runCLI(t, "check", capPath, "--expect", rule); code != exitCheckFail {
+			t.Errorf("%s: exit %d, want 1\n%s", rule, code, out)
+		}
+	}
+}

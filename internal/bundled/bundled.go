@@ -14,12 +14,21 @@ var files embed.FS
 // WarpRolesName is the bundled capture's file name under testdata/.
 const WarpRolesName = "warp_roles_h200.iket"
 
+// GEMMName is the bundled capture of the warp-specialized bf16 GEMM
+// (kernels/hopper/gemm.cu, 1024^3, one producer and two consumer
+// warpgroups), recorded by scripts/overhead.sh on the H200.
+const GEMMName = "gemm_h200.iket"
+
 // WarpRolesH200 returns the bundled warp_roles capture. The caller owns the
 // returned slice.
-func WarpRolesH200() ([]byte, error) {
-	b, err := files.ReadFile("testdata/" + WarpRolesName)
+func WarpRolesH200() ([]byte, error) { return Capture(WarpRolesName) }
+
+// Capture returns the bundled capture with the given file name. The caller
+// owns the returned slice.
+func Capture(name string) ([]byte, error) {
+	b, err := files.ReadFile("testdata/" + name)
 	if err != nil {
-		return nil, fmt.Errorf("bundled capture %s: %w", WarpRolesName, err)
+		return nil, fmt.Errorf("bundled capture %s: %w", name, err)
 	}
 	return b, nil
 }
