@@ -323,3 +323,17 @@ func TestCheckGEMM(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateJSON(t *testing.T) {
+	code, out, errs := runCLI(t, "validate", "--json", bundledCapture(t))
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+	var v []validateJSON
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(v) != 1 || !v[0].OK || v[0].Summary.Stored != 12672 || v[0].Kernel != "warp_roles" {
+		t.Errorf("validate --json = %+v", v)
+	}
+}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +14,16 @@ import (
 type validateOptions struct {
 	lenient bool
 	trim    bool
+	json    bool
+}
+
+// validateJSON is one launch in iket validate --json.
+type validateJSON struct {
+	Launch     int           `json:"launch"`
+	Kernel     string        `json:"kernel"`
+	Summary    trace.Summary `json:"summary"`
+	Violations []string      `json:"violations,omitempty"` // the first 100
+	OK         bool          `json:"ok"`
 }
 
 func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -32,6 +44,7 @@ SM, CTA and event. Strict by default: any violation or drop exits 1.`,
 	}
 	cmd.Flags().BoolVar(&o.lenient, "lenient", false, "only pairing violations fail; drops are reported")
 	cmd.Flags().BoolVar(&o.trim, "trim", false, "wrap mode: trim to the window common to all warps")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	return cmd
 }
 
@@ -42,19 +55,39 @@ func runValidate(path string, o validateOptions, stdout io.Writer) error {
 	}
 	defer c.Close()
 	failed := 0
+	var js []validateJSON
 	for i := 0; i < c.NumLaunches(); i++ {
 		l := c.Launch(i)
 		s, verr := trace.Validate(l, trace.Options{Strict: !o.lenient, TrimCommonWindow: o.trim})
+		if verr != nil {
+			failed++
+		}
+		if o.json {
+			v := validateJSON{Launch: i, Kernel: l.Meta.Kernel, Summary: s, OK: verr == nil}
+			if verr != nil {
+				v.Violations = strings.Split(verr.Error(), "\n")
+			}
+			js = append(js, v)
+			continue
+		}
 		fmt.Fprintf(stdout, "launch %d %s: %d warps, %d events stored, %d dropped, %d violations\n",
 			i, l.Meta.Kernel, s.Warps, s.Stored, s.Dropped, s.TotalViolations())
 		if verr != nil {
-			failed++
 			fmt.Fprintf(stdout, "%v\n", verr)
+		}
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(js); err != nil {
+			return failWith(exitError, err)
 		}
 	}
 	if failed > 0 {
 		return failWith(exitCheckFail, fmt.Errorf("validate %s: %d of %d launches have violations", path, failed, c.NumLaunches()))
 	}
-	fmt.Fprintln(stdout, "ok")
+	if !o.json {
+		fmt.Fprintln(stdout, "ok")
+	}
 	return nil
 }
