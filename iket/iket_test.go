@@ -266,7 +266,7 @@ func TestBuiltins(t *testing.T) {
 	for _, p := range progs {
 		names = append(names, p.Name)
 	}
-	if diff := cmp.Diff([]string{"fault", "hang", "warp_roles"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"calibrate", "fault", "hang", "warp_roles"}, names); diff != "" {
 		t.Errorf("Builtins (-want +got):\n%s", diff)
 	}
 	for _, p := range progs {

@@ -59,6 +59,7 @@ Exit codes: 0 success, 1 a check failed, 2 bad input or usage, or a CUDA error.`
 		newStatsCmd(stdout, stderr),
 		newValidateCmd(stdout, stderr),
 		newDevicesCmd(stdout, stderr),
+		newCalibrateCmd(stdout, stderr),
 	)
 	return root
 }
