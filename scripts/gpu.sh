@@ -30,6 +30,9 @@ step demo ./bin/iket demo -o "$OUT/demo"
 step run ./bin/iket run warp_roles -o "$OUT/run"
 # The capture bundled with iket (internal/bundled/testdata): small buffers.
 step fixture ./bin/iket run warp_roles --capacity 16 -o "$OUT/fixture"
+step calibrate ./bin/iket run calibrate --timeout 60s -o "$OUT/cal"
+[ -f "$OUT/cal/trace.iket" ] && step calibrate-spread ./bin/iket calibrate --rounds "$OUT/cal/trace.iket"
+[ -f "$OUT/cal/trace.iket" ] && ./bin/iket calibrate --json "$OUT/cal/trace.iket" > "$OUT/cal/spread.json" 2>&1
 step spec ./bin/iket run --spec kernels/examples/warp_roles.yaml --no-timing -o "$OUT/spec"
 step wrap ./bin/iket run warp_roles --capacity 4 --mode wrap --no-timing -o "$OUT/wrap"
 [ -f "$OUT/run/trace.iket" ] && step check ./bin/iket check "$OUT/run/trace.iket" --expect 'no_drops' --expect 'strict'
