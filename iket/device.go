@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/iket-trace/iket/iket/internal/cuda"
@@ -64,9 +65,22 @@ type hangState struct {
 // OpenDevice opens GPU ordinal. Without a driver or GPU the error matches
 // [ErrNoDevice] and names the reason (for example "load CUDA driver: dlopen
 // libcuda.so.1: ...").
+//
+// After a kernel fault (a sticky CUDA error) anywhere in the process, CUDA is
+// unusable until the process exits: OpenDevice then fails with an error
+// matching [ErrDeviceUnusable] that names the original fault.
 func OpenDevice(ordinal int) (*Device, error) {
+	if err := processFault(ordinal); err != nil {
+		return nil, fmt.Errorf("open device %d: %w", ordinal, err)
+	}
 	ctx, err := cuda.Retain(ordinal)
 	if err != nil {
+		if sticky(err) {
+			// A fault iket did not see (another user of CUDA in this
+			// process) poisoned the driver state.
+			recordFault(err)
+			return nil, fmt.Errorf("open device %d: %w", ordinal, &deviceError{ordinal: ordinal, msg: faultMsg, cause: err})
+		}
 		return nil, fmt.Errorf("open device %d: %w", ordinal, err)
 	}
 	d := &Device{ordinal: ordinal, ctx: ctx, live: map[*resource]struct{}{}}
@@ -213,8 +227,8 @@ func (d *Device) usable() error {
 				h.kernel, time.Since(h.since).Round(time.Millisecond))}
 		}
 		d.hung = nil
-		if err != nil && sticky(err) {
-			d.broken = err
+		if err != nil {
+			d.fault(err)
 		}
 		var errs []error
 		for _, r := range h.parked {
@@ -231,10 +245,52 @@ func (d *Device) usable() error {
 			return fmt.Errorf("device %d: release a hung kernel's buffers: %w", d.ordinal, errors.Join(errs...))
 		}
 	}
+	if d.broken == nil {
+		if f := lastFault.Load(); f != nil {
+			d.broken = f.err // another Device of this process saw a fault
+		}
+	}
 	if d.broken != nil {
-		return &deviceError{ordinal: d.ordinal, msg: "a kernel fault poisoned the context; close the device and open it again", cause: d.broken}
+		return &deviceError{ordinal: d.ordinal, msg: faultMsg, cause: d.broken}
 	}
 	return nil
+}
+
+// faultMsg is what every refusal after a sticky fault says.
+const faultMsg = "a kernel fault made CUDA unusable in this process; the process must exit before it can use the GPU again"
+
+// processFaultState is the first sticky fault the process saw.
+type processFaultState struct{ err error }
+
+// lastFault is set once, by the first sticky fault: CUDA keeps such an error
+// for the life of the process (every context, every later call), so no
+// Device of this process can work after it.
+var lastFault atomic.Pointer[processFaultState]
+
+// recordFault remembers a sticky fault for the whole process.
+func recordFault(err error) {
+	lastFault.CompareAndSwap(nil, &processFaultState{err: err})
+}
+
+// processFault returns an error matching ErrDeviceUnusable if a sticky fault
+// ended the process's use of CUDA, or nil.
+func processFault(ordinal int) error {
+	if f := lastFault.Load(); f != nil {
+		return &deviceError{ordinal: ordinal, msg: faultMsg, cause: f.err}
+	}
+	return nil
+}
+
+// fault records err if it is a sticky fault, for d and for the process
+// (d.mu held). It returns err.
+func (d *Device) fault(err error) error {
+	if sticky(err) {
+		if d.broken == nil {
+			d.broken = err
+		}
+		recordFault(err)
+	}
+	return err
 }
 
 // WaitIdle waits up to timeout for a hung kernel to end, polling; it returns
@@ -255,8 +311,10 @@ func (d *Device) WaitIdle(timeout time.Duration) error {
 
 // Close frees everything the device still holds (buffers, modules, the
 // stream) and releases the primary context; the driver destroys the context
-// when no other [Device] of the same ordinal holds it, which is also how a
-// context poisoned by a fault is recovered: open the device again. Close
+// when no other [Device] of the same ordinal holds it. After a kernel fault
+// nothing can be freed (every call fails with the fault) and nothing can be
+// recovered in this process: Close releases its handles best effort and
+// returns nil; the driver reclaims everything when the process exits. Close
 // never blocks on a hung kernel: if one still runs, Close frees nothing, keeps
 // the context and returns an error matching [ErrDeviceUnusable]; the driver
 // reclaims it all when the process exits. Close is idempotent.
@@ -284,14 +342,16 @@ func (d *Device) Close() error {
 	if err := d.ctx.DestroyStream(d.stream); err != nil {
 		errs = append(errs, err)
 	}
-	if d.broken != nil {
-		// Every call fails on a poisoned context, and it is useless to every
-		// holder: destroy it now (freeing everything in it) so the next
-		// OpenDevice gets a fresh one.
-		errs = nil
-		if err := d.ctx.Reset(); err != nil {
-			errs = append(errs, err)
+	if d.broken == nil {
+		if f := lastFault.Load(); f != nil {
+			d.broken = f.err
 		}
+	}
+	if d.broken != nil {
+		// Every call fails with the fault; CUDA cannot be recovered in this
+		// process (not even by resetting the primary context), so there is
+		// nothing to report: process exit frees it all.
+		errs = nil
 		_ = d.ctx.Release()
 	} else if err := d.ctx.Release(); err != nil {
 		errs = append(errs, err)

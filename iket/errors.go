@@ -12,8 +12,12 @@ import (
 // driver or no GPU on this machine; GPU tests skip on it.
 var ErrNoDevice = cuda.ErrNoDevice
 
-// ErrDeviceUnusable is matched by errors from a [Device] whose context a
-// faulted kernel poisoned or a hung kernel still occupies.
+// ErrDeviceUnusable is matched by errors from a [Device] that is closed, that
+// a hung kernel still occupies, or, after a kernel fault anywhere in the
+// process, by every Device method that needs the GPU and by [OpenDevice]. A
+// fault (a sticky CUDA error such as CUDA_ERROR_ILLEGAL_ADDRESS) ends the
+// process's use of CUDA: no context, old or new, works again until the
+// process exits. Such an error names the original fault and unwraps to it.
 var ErrDeviceUnusable = errors.New("device unusable")
 
 // ConfigError is an invalid launch configuration or argument list, found

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -368,107 +369,274 @@ var faultCodes = map[uint32][]string{
 	1: {"CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_ASSERT"},
 }
 
-func TestGPUFault(t *testing.T) {
-	for _, mode := range []uint32{0, 1} {
-		for _, watch := range []bool{true, false} {
-			t.Run(map[uint32]string{0: "illegal address", 1: "trap"}[mode]+map[bool]string{true: " watch", false: " device"}[watch], func(t *testing.T) {
-				d := openGPU(t)
-				p, inst := build(t, d, "fault", true)
-				cfg := p.Config(d)
-				w := setup(t, d, p, cfg)
-				w.Args[1] = U32(mode)
-				_, err := inst.Trace(cfg, w.Args, TraceOptions{Capacity: 16, Watch: watch})
-				var ke *KernelError
-				if !errors.As(err, &ke) {
-					t.Fatalf("Trace error = %v, want a *KernelError", err)
-				}
-				t.Logf("fault: %v", err)
-				if !slices.Contains(faultCodes[mode], ke.Code) || ke.Kernel != "fault" || ke.Config != cfg {
-					t.Errorf("KernelError code %q kernel %q config %v, want one of %v", ke.Code, ke.Kernel, ke.Config, faultCodes[mode])
-				}
-				if watch {
-					if ke.Result == nil || !ke.Result.Partial {
-						t.Fatalf("watch mode kept no buffers after the fault")
-					}
-					// Slot 1 is CTA 0's consumer warp, the one that faulted.
-					h, evs := slot(t, ke.Result, 1)
-					if !h.Started() || h.Finished() || h.CTA != [3]uint32{} || h.Warp != 1 {
-						t.Errorf("faulting warp header %+v", h)
-					}
-					want := []rawEvent{{trace.KindRole, 2, 0}, {trace.KindPush, 4, 0}, {trace.KindMark, 5, uint16(mode)}}
-					if len(evs) < 2 || !cmp.Equal(want[:2], evs[:2]) {
-						t.Errorf("faulting warp events %v, want to start with %v", evs, want[:2])
-					}
-					if !cmp.Equal(want, evs) {
-						t.Logf("the last event before the fault did not reach host memory: %v", evs)
-					}
-				}
-				if _, err := d.Alloc(16); !errors.Is(err, ErrDeviceUnusable) {
-					t.Errorf("Alloc after a fault: %v, want ErrDeviceUnusable", err)
-				}
-			})
+// faultReport is what a fault child saw.
+type faultReport struct {
+	Err         string // the Trace error
+	KernelError bool   // it is a *KernelError
+	Code        string
+	Kernel      string
+	ConfigOK    bool // KernelError.Config is the launch's
+	Result      bool // KernelError.Result is set
+	Partial     bool
+	Header      trace.WarpHeader // slot 1, the faulting warp (when Result)
+	Events      []rawEvent
+	// After the fault: an Alloc on the same Device and a new OpenDevice.
+	AllocErr       string
+	AllocUnusable  bool
+	ReopenErr      string
+	ReopenUnusable bool
+}
+
+// faultChild traces the fault program in mode (0 illegal address, 1 trap)
+// and reports what the runtime said. It runs in a child process: the fault
+// ends this process's use of CUDA.
+func faultChild(mode uint32, watch bool) func(t *testing.T) any {
+	return func(t *testing.T) any {
+		d := openGPU(t)
+		p, inst := build(t, d, "fault", true)
+		cfg := p.Config(d)
+		w := setup(t, d, p, cfg)
+		w.Args[1] = U32(mode)
+		var rep faultReport
+		_, err := inst.Trace(cfg, w.Args, TraceOptions{Capacity: 16, Watch: watch})
+		if err == nil {
+			t.Fatal("the fault program's launch succeeded")
 		}
+		rep.Err = err.Error()
+		var ke *KernelError
+		if errors.As(err, &ke) {
+			rep.KernelError, rep.Code, rep.Kernel, rep.ConfigOK = true, ke.Code, ke.Kernel, ke.Config == cfg
+			if r := ke.Result; r != nil {
+				rep.Result, rep.Partial = true, r.Partial
+				// Slot 1 is CTA 0's consumer warp, the one that faults.
+				rep.Header, rep.Events = slot(t, r, 1)
+			}
+		}
+		if b, err := d.Alloc(16); err != nil {
+			rep.AllocErr, rep.AllocUnusable = err.Error(), errors.Is(err, ErrDeviceUnusable)
+		} else {
+			b.Close()
+		}
+		if d2, err := OpenDevice(0); err != nil {
+			rep.ReopenErr, rep.ReopenUnusable = err.Error(), errors.Is(err, ErrDeviceUnusable)
+		} else {
+			d2.Close()
+		}
+		return rep
 	}
-	// Closing the poisoned device reset the context: a new one works.
+}
+
+func TestGPUFault(t *testing.T) {
+	tests := []struct {
+		name  string
+		mode  uint32
+		watch bool
+	}{
+		{"illegal_address/watch", 0, true},
+		{"illegal_address/device", 0, false},
+		{"trap/watch", 1, true},
+		{"trap/device", 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var rep faultReport
+			child(t, "fault/"+tt.name, &rep)
+			t.Logf("fault: %s", rep.Err)
+			if !rep.KernelError {
+				t.Fatalf("Trace error = %s, want a *KernelError", rep.Err)
+			}
+			if !slices.Contains(faultCodes[tt.mode], rep.Code) || rep.Kernel != "fault" || !rep.ConfigOK {
+				t.Errorf("KernelError code %q kernel %q config matches %v, want one of %v, fault, true", rep.Code, rep.Kernel, rep.ConfigOK, faultCodes[tt.mode])
+			}
+			checkFaultBuffers(t, tt.mode, tt.watch, &rep)
+			// The fault ends the process's use of CUDA; both refusals say
+			// so and name the fault.
+			for _, r := range []struct {
+				what     string
+				msg      string
+				unusable bool
+			}{{"Alloc on the faulted device", rep.AllocErr, rep.AllocUnusable}, {"OpenDevice after the fault", rep.ReopenErr, rep.ReopenUnusable}} {
+				if !r.unusable || !strings.Contains(r.msg, faultMsg) || rep.Code == "" || !strings.Contains(r.msg, rep.Code) {
+					t.Errorf("%s: %q (ErrDeviceUnusable %v), want ErrDeviceUnusable saying %q and naming %s", r.what, r.msg, r.unusable, faultMsg, rep.Code)
+				}
+			}
+		})
+	}
+	// This process never faulted: its GPU works.
 	d := openGPU(t)
 	p, inst := build(t, d, "warp_roles", true)
 	cfg := p.Config(d)
 	if err := p.Check(inst, cfg, setup(t, d, p, cfg), 0); err != nil {
-		t.Errorf("check after recovering from faults: %v", err)
+		t.Errorf("check in the parent process after the faulting children: %v", err)
+	}
+}
+
+// checkFaultBuffers checks what the faulting warp's buffer held, against
+// what fault.cu guarantees: in watch mode the header is started and the
+// events before the fault (role, push, mark) are in host memory (a system
+// fence precedes the faulting instruction). A trap stops the warp there;
+// after an illegal-address store the warp may run on to its pop and its end.
+// Device buffers cannot be read after a fault.
+func checkFaultBuffers(t *testing.T, mode uint32, watch bool, rep *faultReport) {
+	t.Helper()
+	if !watch {
+		if rep.Result {
+			t.Errorf("device buffers read after a fault: %+v", rep.Header)
+		}
+		return
+	}
+	if !rep.Result || !rep.Partial {
+		t.Fatalf("watch mode kept no partial buffers after the fault (result %v, partial %v)", rep.Result, rep.Partial)
+	}
+	h, evs := rep.Header, rep.Events
+	t.Logf("faulting warp: header %+v events %v", h, evs)
+	if !h.Started() || h.CTA != [3]uint32{} || h.Warp != 1 || h.Role() != 2 {
+		t.Errorf("faulting warp header %+v, want started, CTA 0, warp 1, role 2", h)
+	}
+	before := []rawEvent{{trace.KindRole, 2, 0}, {trace.KindPush, 4, 0}, {trace.KindMark, 5, uint16(mode)}}
+	if len(evs) < len(before) || !cmp.Equal(before, evs[:len(before)]) {
+		t.Fatalf("faulting warp events %v, want them to start with the events before the fault %v", evs, before)
+	}
+	after := evs[len(before):]
+	switch mode {
+	case 1: // a trap stops the warp
+		if len(after) != 0 || h.Finished() || h.Count != 0 {
+			t.Errorf("the trapping warp ran past its trap: events after it %v, header %+v", after, h)
+		}
+	default: // the warp may run on to its end
+		if len(after) > 1 || (len(after) == 1 && after[0] != rawEvent{trace.KindPop, 4, 0}) {
+			t.Errorf("events after the faulting store %v, want none or the pop of consume", after)
+		}
+		if h.Count != 0 && h.Count != 4 {
+			t.Errorf("faulting warp count %d, want 0 (end not recorded) or 4", h.Count)
+		}
+	}
+}
+
+// hangSlot is one warp's header and events.
+type hangSlot struct {
+	Header trace.WarpHeader
+	Events []rawEvent
+}
+
+// hangReport is what a hang child saw.
+type hangReport struct {
+	Err           string
+	HangError     bool
+	Timeout       time.Duration
+	Took          time.Duration
+	CTAs          uint64
+	Result        bool
+	Slots         []hangSlot // every warp, when Result
+	AllocErr      string     // an Alloc while the kernel hangs
+	AllocUnusable bool
+	WaitIdleErr   string // after releasing the kernel
+	CheckErr      string // a warp_roles check afterwards, in the same process
+}
+
+const hangTimeout = 300 * time.Millisecond
+
+// hangChild traces the hang program with a short timeout, then releases the
+// kernel and checks that the device works again. It runs in a child process
+// so that nothing it leaves (a kernel still running after a failed
+// assertion) outlives it: process exit ends the kernel. A cleanup releases
+// the kernel and waits for it in any case.
+func hangChild(watch bool) func(t *testing.T) any {
+	return func(t *testing.T) any {
+		d := openGPU(t)
+		p, inst := build(t, d, "hang", true)
+		cfg := p.Config(d)
+		w := setup(t, d, p, cfg)
+		if err := w.Poison(); err != nil {
+			t.Fatal(err)
+		}
+		rel := w.Buffers["release"].Bytes()
+		if len(rel) < 4 {
+			t.Fatalf("release word not mapped: %d bytes", len(rel))
+		}
+		release := func() { atomic.StoreUint32((*uint32)(unsafe.Pointer(&rel[0])), 1) }
+		t.Cleanup(func() {
+			release()
+			if err := d.WaitIdle(HangLimit + 5*time.Second); err != nil {
+				t.Errorf("device after releasing the hung kernel: %v", err)
+			}
+		})
+		rep := hangReport{CTAs: cfg.CTAs()}
+		start := time.Now()
+		_, err := inst.Trace(cfg, w.Args, TraceOptions{Capacity: 16, Watch: watch, Timeout: hangTimeout})
+		rep.Took = time.Since(start)
+		if err == nil {
+			t.Fatal("the hang program's launch finished")
+		}
+		rep.Err = err.Error()
+		var he *HangError
+		if errors.As(err, &he) {
+			rep.HangError, rep.Timeout = true, he.Timeout
+			if r := he.Result; r != nil {
+				rep.Result = true
+				for s := uint64(0); s < r.Meta.Warps; s++ {
+					h, evs := slot(t, r, s)
+					rep.Slots = append(rep.Slots, hangSlot{h, evs})
+				}
+			}
+		}
+		if b, err := d.Alloc(16); err != nil {
+			rep.AllocErr, rep.AllocUnusable = err.Error(), errors.Is(err, ErrDeviceUnusable)
+		} else {
+			b.Close()
+		}
+		release()
+		if err := d.WaitIdle(20 * time.Second); err != nil {
+			rep.WaitIdleErr = err.Error()
+			return rep
+		}
+		wp, winst := build(t, d, "warp_roles", true)
+		wcfg := wp.Config(d)
+		if err := wp.Check(winst, wcfg, setup(t, d, wp, wcfg), 0); err != nil {
+			rep.CheckErr = err.Error()
+		}
+		return rep
 	}
 }
 
 func TestGPUHang(t *testing.T) {
 	for _, watch := range []bool{true, false} {
-		t.Run(map[bool]string{true: "watch", false: "device"}[watch], func(t *testing.T) {
-			d := openGPU(t)
-			p, inst := build(t, d, "hang", true)
-			cfg := p.Config(d)
-			w := setup(t, d, p, cfg)
-			if err := w.Poison(); err != nil {
-				t.Fatal(err)
+		name := map[bool]string{true: "watch", false: "device"}[watch]
+		t.Run(name, func(t *testing.T) {
+			var rep hangReport
+			child(t, "hang/"+name, &rep)
+			t.Logf("hang after %v: %s", rep.Took, rep.Err)
+			if !rep.HangError {
+				t.Fatalf("Trace error = %s, want a *HangError", rep.Err)
 			}
-			start := time.Now()
-			_, err := inst.Trace(cfg, w.Args, TraceOptions{Capacity: 16, Watch: watch, Timeout: 300 * time.Millisecond})
-			took := time.Since(start)
-			var he *HangError
-			if !errors.As(err, &he) {
-				t.Fatalf("Trace error = %v, want a *HangError", err)
+			if rep.Took < hangTimeout || rep.Took > 5*time.Second || rep.Timeout != hangTimeout {
+				t.Errorf("hang reported after %v (timeout %v), want after %v", rep.Took, rep.Timeout, hangTimeout)
 			}
-			t.Logf("hang after %v: %v", took, err)
-			if took > 5*time.Second || he.Timeout != 300*time.Millisecond {
-				t.Errorf("hang reported after %v (timeout %v)", took, he.Timeout)
-			}
-			if watch && he.Result == nil {
+			if watch && !rep.Result {
 				t.Fatal("watch mode kept no buffers")
 			}
-			if he.Result != nil {
-				for c := uint64(0); c < cfg.CTAs(); c++ {
-					h, evs := slot(t, he.Result, 2*c)
+			if rep.Result {
+				if uint64(len(rep.Slots)) != 2*rep.CTAs {
+					t.Fatalf("%d warp slots for %d CTAs", len(rep.Slots), rep.CTAs)
+				}
+				for c := uint64(0); c < rep.CTAs; c++ {
+					s := rep.Slots[2*c]
 					want := []rawEvent{{trace.KindRole, 1, 0}, {trace.KindPush, 3, 0}, {trace.KindPop, 3, 0}, {trace.KindMark, 5, 0}}
-					if !h.Finished() || h.Count != 4 || !cmp.Equal(want, evs) {
-						t.Errorf("CTA %d producer: header %+v events %v, want finished with %v", c, h, evs, want)
+					if !s.Header.Finished() || s.Header.Count != 4 || !cmp.Equal(want, s.Events) {
+						t.Errorf("CTA %d producer: header %+v events %v, want finished with %v", c, s.Header, s.Events, want)
 					}
-					h, evs = slot(t, he.Result, 2*c+1)
+					s = rep.Slots[2*c+1]
 					want = []rawEvent{{trace.KindRole, 2, 0}, {trace.KindPush, 4, 0}}
-					if !h.Started() || h.Finished() || !cmp.Equal(want, evs) {
-						t.Errorf("CTA %d consumer: header %+v events %v, want started, unfinished, last event push wait_ready", c, h, evs)
+					if !s.Header.Started() || s.Header.Finished() || !cmp.Equal(want, s.Events) {
+						t.Errorf("CTA %d consumer: header %+v events %v, want started, unfinished, last event push wait_ready", c, s.Header, s.Events)
 					}
 				}
 			}
-			if _, err := d.Alloc(16); !errors.Is(err, ErrDeviceUnusable) {
-				t.Errorf("Alloc during a hang: %v, want ErrDeviceUnusable", err)
+			if !rep.AllocUnusable {
+				t.Errorf("Alloc during a hang: %q, want ErrDeviceUnusable", rep.AllocErr)
 			}
-			// Release the kernel; the device recovers and frees what it parked.
-			rel := w.Buffers["release"].Bytes()
-			atomic.StoreUint32((*uint32)(unsafe.Pointer(&rel[0])), 1)
-			if err := d.WaitIdle(20 * time.Second); err != nil {
-				t.Fatalf("device after releasing the hung kernel: %v", err)
-			}
-			wp, winst := build(t, d, "warp_roles", true)
-			wcfg := wp.Config(d)
-			if err := wp.Check(winst, wcfg, setup(t, d, wp, wcfg), 0); err != nil {
-				t.Errorf("check after the hang: %v", err)
+			if rep.WaitIdleErr != "" || rep.CheckErr != "" {
+				t.Errorf("after releasing the hung kernel: wait %q, check %q", rep.WaitIdleErr, rep.CheckErr)
 			}
 		})
 	}

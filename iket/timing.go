@@ -98,9 +98,7 @@ func (t *timer) batch(p *prepared, n int) ([]float64, error) {
 			return nil, fmt.Errorf("time %s: %w", t.cfg.Kernel, err)
 		}
 		if err := c.Launch(p.fn, p.dims, d.stream, p.blob, p.offs); err != nil {
-			if sticky(err) {
-				d.broken = err
-			}
+			d.fault(err)
 			return nil, &KernelError{Kernel: t.cfg.Kernel, Config: t.cfg, Code: codeOf(err), Err: err}
 		}
 		if err := c.Record(t.events[2*i+1], d.stream); err != nil {
@@ -116,9 +114,7 @@ func (t *timer) batch(p *prepared, n int) ([]float64, error) {
 		return nil, &HangError{Kernel: t.cfg.Kernel, Config: t.cfg, Timeout: t.opt.Timeout}
 	}
 	if err != nil {
-		if sticky(err) {
-			d.broken = err
-		}
+		d.fault(err)
 		return nil, &KernelError{Kernel: t.cfg.Kernel, Config: t.cfg, Code: codeOf(err), Err: err}
 	}
 	us := make([]float64, n)

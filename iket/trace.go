@@ -233,11 +233,9 @@ func (d *Device) launchAndWait(p *prepared, cfg LaunchConfig, timeout time.Durat
 		return out, fmt.Errorf("launch %s: %w", cfg.Kernel, err)
 	}
 	if err := c.Launch(p.fn, p.dims, d.stream, p.blob, p.offs); err != nil {
+		d.fault(err)
 		d.release(startRes)
 		c.DestroyEvent(end)
-		if sticky(err) {
-			d.broken = err
-		}
 		return out, err
 	}
 	out.launched = true
@@ -254,9 +252,7 @@ func (d *Device) launchAndWait(p *prepared, cfg LaunchConfig, timeout time.Durat
 		return out, nil
 	}
 	if err != nil {
-		if sticky(err) {
-			d.broken = err
-		}
+		d.fault(err)
 		d.release(startRes)
 		c.DestroyEvent(end)
 		return out, err

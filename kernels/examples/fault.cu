@@ -5,6 +5,16 @@
 // test iket's fault path: the error names the CUDA error, and host-mapped
 // (watch-mode) buffers still show each warp's last event.
 //
+// What the faulting warp's buffer is guaranteed to hold (watch mode): its
+// header started (magic, CTA 0, warp 1, role consumer) and the events
+// set_role(consumer), range_push(consume), mark(about_to_fault, mode), in
+// host memory: a system-scope fence after the mark waits for those stores to
+// be performed before the faulting instruction issues. After that nothing is
+// guaranteed. A trap stops the warp at once (no later event, no finish). An
+// illegal-address store is reported asynchronously: the warp may run on to
+// its range_pop and its end (header finished, count 4) before the kernel is
+// torn down, or not, and those later stores may or may not reach the host.
+//
 // Launch: grid = (ctas), block = (64); arguments (float* out, unsigned mode);
 // out holds ctas * 64 floats.
 #include "iket.cuh"
@@ -32,6 +42,8 @@ extern "C" __global__ void __launch_bounds__(64) fault(float* out, unsigned mode
   tr.range_push(iket_id::consume);
   if (blockIdx.x == 0 && warp == 1) {
     tr.mark(iket_id::about_to_fault, mode);
+    // Everything recorded so far reaches host memory before the fault.
+    __threadfence_system();
     if (mode == 1) {
       __trap();
     }
