@@ -219,7 +219,7 @@ func TestGPUTraceWarpRoles(t *testing.T) {
 			for s := uint64(0); s < m.Warps; s++ {
 				h, evs := slot(t, res, s)
 				cta, warp := uint32(s/2), uint32(s%2)
-				if h.Magic != trace.WarpMagic || h.Flags != 3 || h.CTA != [3]uint32{cta, 0, 0} || h.Warp != warp ||
+				if h.Magic != trace.WarpMagic || h.Flags&3 != 3 || h.CTA != [3]uint32{cta, 0, 0} || h.Warp != warp ||
 					h.Count != 6 || h.SM >= sms || h.EndGlobaltimer < h.StartGlobaltimer || h.EndClock <= h.StartClock {
 					t.Fatalf("slot %d header %+v", s, h)
 				}
