@@ -62,7 +62,7 @@ func runCalibrateCLI(t *testing.T, args ...string) (error, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	cmd := newCalibrateCmd(&out, &errb)
-	cmd.SetArgs(args)
+	cmd.SetArgs(append([]string{}, args...)) // never nil: cobra would read os.Args
 	cmd.SetOut(&out)
 	cmd.SetErr(&errb)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true

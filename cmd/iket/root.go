@@ -67,7 +67,7 @@ Exit codes: 0 success, 1 a check failed, 2 bad input or usage, or a CUDA error.`
 // run executes the command line and returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
-	root.SetArgs(args)
+	root.SetArgs(append([]string{}, args...)) // never nil: cobra would read os.Args
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK

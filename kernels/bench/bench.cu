@@ -308,7 +308,7 @@ static bool check_headers(const std::vector<unsigned char>& h, uint64_t warps,
     memcpy(&magic, p, 4);
     memcpy(&count, p + 56, 4);
     memcpy(&flags, p + 60, 4);
-    if (magic != 0x57454b49u || flags != 3u || count == 0) {
+    if (magic != 0x57454b49u || (flags & 3u) != 3u || count == 0) {
       if (bad++ == 0)
         snprintf(first, sizeof first,
                  "warp slot %llu: magic 0x%08x flags %u count %u",

@@ -28,7 +28,8 @@
 #define CALIBRATE_NAMES(X)    \
   X(ROLE, calibrator)         \
   X(RANGE, barrier_wait)      \
-  X(MARK, after_barrier)
+  X(MARK, after_barrier)      \
+  X(MARK, gt_sample)
 IKET_NAMES(CALIBRATE_NAMES)
 
 #define CALIBRATE_THREADS 128
@@ -78,6 +79,10 @@ extern "C" __global__ void __launch_bounds__(CALIBRATE_THREADS)
     gave_up = __shfl_sync(0xffffffffu, gave_up, 0);
     tr.mark(iket_id::after_barrier, r);
     const unsigned long long t = calibrate_globaltimer();
+    // The raw timer's low 16 bits ride on a mark whose clock is read just
+    // after: the decoder compares its converted time with the timer itself
+    // (trace.TimerCheck), which measures the timeline's alignment directly.
+    tr.mark(iket_id::gt_sample, static_cast<unsigned>(t & 0xffffu));
     tr.range_pop(iket_id::barrier_wait);
     if (lane == 0) {
       mine[r] = t;
