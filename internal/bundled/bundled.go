@@ -19,6 +19,12 @@ const WarpRolesName = "warp_roles_h200.iket"
 // warpgroups), recorded by scripts/overhead.sh on the H200.
 const GEMMName = "gemm_h200.iket"
 
+// PipelineName is the bundled capture of the persistent warp-specialized
+// streaming kernel (kernels/hopper/pipeline.cu: one producer warp with bulk
+// copies into an 8-slot ring, four consumer warps), recorded by
+// scripts/overhead.sh on the H200.
+const PipelineName = "pipeline_h200.iket"
+
 // WarpRolesH200 returns the bundled warp_roles capture. The caller owns the
 // returned slice.
 func WarpRolesH200() ([]byte, error) { return Capture(WarpRolesName) }
