@@ -24,6 +24,10 @@ type RunOptions struct {
 	Timing   TimingOptions
 	// SkipTiming skips the latency comparison.
 	SkipTiming bool
+	// Progress, when set, is called with a short description as each step
+	// starts ("compile", "check", "trace", "time"); the CLI shows it on a
+	// terminal. It is called from Run's goroutine.
+	Progress func(step string)
 }
 
 // RunResult is everything [Run] measured: what the CLI writes to trace.iket
@@ -95,6 +99,12 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 		}
 	}
 	baseInstrumented := src.Kind.Prebuilt() && opt.Baseline == nil
+	progress := func(s string) {
+		if opt.Progress != nil {
+			opt.Progress(s)
+		}
+	}
+	progress("compile both builds (NVRTC)")
 	base, err := d.Compile(baseSrc, baseInstrumented, opt.Arch)
 	if err != nil {
 		return nil, step("build uninstrumented", err)
@@ -110,6 +120,7 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 	defer inst.Close()
 	res.CompileLog = joinLogs(base.Log(), inst.Log())
 
+	progress("set up inputs and check both builds' output")
 	w, err := prog.Setup(d, cfg)
 	if err != nil {
 		return nil, step("set up", err)
@@ -135,6 +146,7 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 	if err := w.Poison(); err != nil {
 		return nil, step("trace", err)
 	}
+	progress("trace one launch")
 	tr, err := inst.Trace(cfg, w.Args, opt.Trace)
 	if err != nil {
 		return nil, step("trace", err)
@@ -152,6 +164,7 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 		if t.Capacity == 0 && t.Mode == "" {
 			t.Capacity, t.Mode = tr.Meta.Capacity, tr.Meta.Mode
 		}
+		progress("time both builds (warm-up, interleaved rounds, L2 flushed)")
 		lat, err := Time(base, inst, cfg, w.Args, t)
 		if err != nil {
 			return nil, step("time", err)

@@ -115,6 +115,16 @@ func builtinNames() string {
 	return strings.Join(names, ", ")
 }
 
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
 // resolveProgram maps KERNEL to a built-in program and, for a file, its source.
 func resolveProgram(kernel string) (*iket.Program, *iket.Source, error) {
 	if p, err := iket.Builtin(kernel); err == nil {
@@ -156,6 +166,12 @@ func runKernel(cmd *cobra.Command, dev *iket.Device, prog *iket.Program, src, ba
 			Warmup: o.warmup, Rounds: o.rounds, CallsPerRound: o.calls, SkipL2Flush: o.noFlushL2,
 		},
 		SkipTiming: o.noTiming,
+	}
+	if isTerminal(stderr) {
+		start := time.Now()
+		opt.Progress = func(step string) {
+			fmt.Fprintf(stderr, "  [%5.1fs] %s\n", time.Since(start).Seconds(), step)
+		}
 	}
 	fmt.Fprintf(stderr, "running %s on %s\n", prog.Name, dev.Info().Name)
 	res, err := iket.Run(cmd.Context(), dev, prog, opt)
