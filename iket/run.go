@@ -120,39 +120,35 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 	defer inst.Close()
 	res.CompileLog = joinLogs(base.Log(), inst.Log())
 
-	progress("set up inputs and check both builds' output")
+	progress("set up inputs")
 	w, err := prog.Setup(d, cfg)
 	if err != nil {
 		return nil, step("set up", err)
 	}
 	defer w.Close()
-	timeout := opt.Trace.Timeout
-	for _, m := range []*Module{base, inst} {
-		if err := ctx.Err(); err != nil {
-			return nil, step("check", err)
-		}
-		which := "uninstrumented"
-		if m.Instrumented() {
-			which = "instrumented"
-		}
-		if err := prog.Check(m, cfg, w, timeout); err != nil {
-			return nil, step("check "+which+" build", err)
-		}
-	}
-
+	// The traced launch comes first and is itself the instrumented build's
+	// correctness check: a kernel that hangs or faults then does so with
+	// trace buffers attached, so the caller can say where each warp was.
 	if err := ctx.Err(); err != nil {
 		return nil, step("trace", err)
 	}
 	if err := w.Poison(); err != nil {
 		return nil, step("trace", err)
 	}
-	progress("trace one launch")
+	progress("trace one launch of the instrumented build and check its output")
 	tr, err := inst.Trace(cfg, w.Args, opt.Trace)
 	if err != nil {
 		return nil, step("trace", err)
 	}
 	if err := w.Verify(); err != nil {
-		return nil, step("check the traced launch's output", err)
+		return nil, step("check instrumented build (the traced launch's output)", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, step("check", err)
+	}
+	progress("check the uninstrumented build's output")
+	if err := prog.Check(base, cfg, w, opt.Trace.Timeout); err != nil {
+		return nil, step("check uninstrumented build", err)
 	}
 	res.Launch = tr
 
