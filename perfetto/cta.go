@@ -211,60 +211,68 @@ func (w *Writer) writeWarp(ctaID uint64, v *warpView, flowHeads []int32) error {
 }
 
 // writeEvent encodes one model event as a TracePacket, straight into the
-// output buffer.
+// output buffer. The fixed-size parts go into a window of packetSlack bytes
+// reserved past the buffer's end (index stores, template copies); strings,
+// interned names and flow ids, which have no size bound, are appended.
 func (w *Writer) writeEvent(e *mev, v *warpView, flowHeads []int32) {
 	tp := &w.tmpl
-	b, p0 := w.openPacket()
-	b = append(b, byte(fPktTimestamp<<3))
-	b = putVarint(b, uint64(e.ts))
+	lp := &tp.lanes[e.lt]
+	b := w.buf
+	if w.opt.Compress {
+		b = w.chunk
+	}
+	b = grow(b, packetSlack)
+	p0 := len(b) // the packet's tag; its length byte follows
+	q := b[:p0+packetSlack]
+	q[p0] = byte(fTracePacket<<3 | 2)
+	q[p0+2] = byte(fPktTimestamp << 3)
+	k := w.ts.put(q, p0+3, uint64(e.ts))
 	if e.typ == typeSliceEnd {
-		b = append(b, tp.ends[e.lt]...)
-		w.closePacket(b, p0)
+		*(*[32]byte)(q[k : k+32]) = lp.end
+		k += int(lp.endN)
+		q[p0+1] = byte(k - p0 - 2) // at most 11 + 21 bytes
 		w.stats.Slices++
+		w.commit(q[:k])
 		return
 	}
-	b = append(b, tp.seqFlags...)
+	*(*[16]byte)(q[k : k+16]) = tp.flags
+	k += int(tp.flagsN)
 	var iid uint64
 	switch e.src {
 	case srcRange:
 		r := &v.ranges[e.idx]
 		iid = rangeIID(r.Name, r.Flags)
-		if !w.isInterned(iid) {
-			b = w.intern(b, iid, func(s []byte) []byte { return appendRangeName(s, w.lm, r.Name, r.Flags) })
-		}
 	case srcMark:
-		name := v.marks[e.idx].Name
-		iid = 1 + uint64(name&0x1fff)
-		if !w.isInterned(iid) {
-			b = w.intern(b, iid, func(s []byte) []byte { return appendName(s, w.lm, name) })
-		}
+		iid = 1 + uint64(v.marks[e.idx].Name&0x1fff)
 	case srcDrop:
 		iid = iidDrop
-		if !w.isInterned(iid) {
-			b = w.intern(b, iid, func(s []byte) []byte { return append(s, "dropped events"...) })
-		}
 	case srcViol:
-		k := v.viols[e.idx].kind
-		iid = iidViolation + uint64(min(k, 31))
-		if !w.isInterned(iid) {
-			b = w.intern(b, iid, func(s []byte) []byte { return append(append(s, "violation: "...), k.String()...) })
-		}
+		iid = iidViolation + uint64(min(v.viols[e.idx].kind, 31))
 	}
-	b = grow(b, packetSlack)
-	b, t0 := openLen(b, fPktTrackEvent)
-	b = append(b, byte(fTEType<<3), e.typ)
-	b = append(b, tp.tracks[e.lt]...)
-	b = putVarintField1(b, fTENameIID, iid)
-	b = append(b, tp.annots...)
+	if !w.isInterned(iid) {
+		b = w.internEvent(q[:k], iid, e, v)
+		b = grow(b, packetSlack)
+		k = len(b)
+		q = b[:k+packetSlack]
+	}
+	t0 := k + 1 // the TrackEvent's length byte
+	*(*[32]byte)(q[k : k+32]) = lp.te
+	q[k+3] = e.typ
+	k += int(lp.teN)
+	q[k] = byte(fTENameIID << 3)
+	k = putUv(q, k+1, iid)
+	*(*[48]byte)(q[k : k+48]) = tp.annots
+	k += int(tp.annotN)
 	switch e.src {
 	case srcRange:
 		r := &v.ranges[e.idx]
-		b = putAnnotUint(b, daPayload, uint64(r.Payload))
-		b = putAnnotUint(b, daStartCycles, r.StartCycles)
-		b = putAnnotUint(b, daEndCycles, r.EndCycles)
+		k = putAnnot(q, k, daPayload, uint64(r.Payload))
+		k = putAnnot(q, k, daStartCycles, r.StartCycles)
+		k = putAnnot(q, k, daEndCycles, r.EndCycles)
 		if e.lt > 0 {
-			b = putAnnotUint(b, daLane, uint64(e.lt-1))
+			k = putAnnot(q, k, daLane, uint64(e.lt-1))
 		}
+		b = q[:k]
 		if r.Flags != 0 {
 			b = appendAnnotString(b, daIncomplete, incompleteText(r.Flags))
 		}
@@ -281,20 +289,55 @@ func (w *Writer) writeEvent(e *mev, v *warpView, flowHeads []int32) {
 		}
 	case srcMark:
 		m := &v.marks[e.idx]
-		b = putAnnotUint(b, daPayload, uint64(m.Payload))
-		b = putAnnotUint(b, daCycles, m.Cycles)
+		k = putAnnot(q, k, daPayload, uint64(m.Payload))
+		b = q[:putAnnot(q, k, daCycles, m.Cycles)]
 	case srcDrop:
-		b = putAnnotUint(b, daDropped, v.info.dropped)
-		b = putAnnotUint(b, daAttempted, v.info.count)
-		b = putAnnotUint(b, daStored, uint64(v.info.stored))
-		b = appendAnnotString(b, daDetail, dropText(w.lm.Mode))
+		k = putAnnot(q, k, daDropped, v.info.dropped)
+		k = putAnnot(q, k, daAttempted, v.info.count)
+		k = putAnnot(q, k, daStored, uint64(v.info.stored))
+		b = appendAnnotString(q[:k], daDetail, dropText(w.lm.Mode))
 	case srcViol:
-		b = appendAnnotString(b, daDetail, v.viols[e.idx].detail)
+		b = appendAnnotString(q[:k], daDetail, v.viols[e.idx].detail)
+	default:
+		b = q[:k]
 	}
 	b = closeLen(b, t0)
-	w.closePacket(b, p0)
+	w.commit(closeLen(b, p0+1))
 	if e.typ == typeInstant {
 		w.stats.Instants++
+	}
+}
+
+// internEvent appends interned_data defining the name of event e (iid).
+func (w *Writer) internEvent(b []byte, iid uint64, e *mev, v *warpView) []byte {
+	switch e.src {
+	case srcRange:
+		r := &v.ranges[e.idx]
+		return w.intern(b, iid, func(s []byte) []byte { return appendRangeName(s, w.lm, r.Name, r.Flags) })
+	case srcMark:
+		name := v.marks[e.idx].Name
+		return w.intern(b, iid, func(s []byte) []byte { return appendName(s, w.lm, name) })
+	case srcDrop:
+		return w.intern(b, iid, func(s []byte) []byte { return append(s, "dropped events"...) })
+	default:
+		k := v.viols[e.idx].kind
+		return w.intern(b, iid, func(s []byte) []byte { return append(append(s, "violation: "...), k.String()...) })
+	}
+}
+
+// commit makes b, which extends the output (or compression) buffer by
+// whole packets, the buffer, flushing when it is full.
+func (w *Writer) commit(b []byte) {
+	if w.opt.Compress {
+		w.chunk = b
+		if len(b) >= defaultCompressChunk {
+			w.flushChunk()
+		}
+		return
+	}
+	w.buf = b
+	if len(b) >= defaultFlushBytes {
+		w.flushOut(false)
 	}
 }
 

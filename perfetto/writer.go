@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -110,6 +111,10 @@ type Writer struct {
 	sum  summary
 	lane []uint64 // lane track uuids of the current warp
 	tmpl warpTemplate
+	ts   tsCache
+	// hold defers flushing the output while a warp is written, so that a
+	// warp whose model fails its check writes nothing.
+	hold bool
 }
 
 // NewWriter returns a Writer that writes to w.
@@ -122,6 +127,7 @@ func NewWriter(w io.Writer, opt Options) *Writer {
 		tracks:   make(map[uint64]struct{}),
 		launches: make(map[int]struct{}),
 		nextFlow: 1,
+		ts:       tsCache{hi: math.MaxUint64},
 	}
 }
 
@@ -478,7 +484,7 @@ func (w *Writer) flushChunk() {
 }
 
 func (w *Writer) flushOut(force bool) {
-	if w.err != nil || len(w.buf) == 0 || (!force && len(w.buf) < defaultFlushBytes) {
+	if w.err != nil || len(w.buf) == 0 || (!force && (w.hold || len(w.buf) < defaultFlushBytes)) {
 		return
 	}
 	n, err := w.out.Write(w.buf)
