@@ -171,14 +171,19 @@ func appendCTA(b []byte, cta, grid [3]uint32) []byte {
 }
 
 // writeWarp writes one warp's tracks and events.
-func (w *Writer) writeWarp(ctaID uint64, v *warpView, flowHeads []int32) error {
+func (w *Writer) writeWarp(ctaID uint64, v *warpView, flowHeads []int32) (err error) {
 	in := &v.info
 	nl := w.bd.build(v, w.lm.Mode)
-	if err := w.bd.check(w.li, in.slot, nl); err != nil {
-		return err
-	}
-	w.stats.SkippedRanges += int64(w.bd.skipped)
-	w.stats.Warps++
+	// The model is checked as it is encoded; until the warp is done the
+	// output is not flushed, so a warp that fails the check (and fails
+	// the writer) writes nothing.
+	w.hold = true
+	defer func() {
+		w.hold = false
+		if err == nil {
+			w.flushOut(false)
+		}
+	}()
 	warpID := trackUUID(kindWarp, w.li, in.slot, 0)
 	w.sc = append(w.sc[:0], "warp "...)
 	w.sc = appendUint(w.sc, uint64(in.warp))
@@ -204,10 +209,29 @@ func (w *Writer) writeWarp(ctaID uint64, v *warpView, flowHeads []int32) error {
 		w.track(id, warpID, int32(l), true, false, false, w.sc, "")
 	}
 	w.tmpl.set(w.seq, in, warpID, w.lane)
+	c := w.bd.checkStart(nl)
 	for i := range w.bd.evs {
-		w.writeEvent(&w.bd.evs[i], v, flowHeads)
+		e := &w.bd.evs[i]
+		if !c.ok(e) {
+			return w.modelError(in.slot, nl, i)
+		}
+		w.writeEvent(e, v, flowHeads)
 	}
+	if !c.done() {
+		return w.modelError(in.slot, nl, len(w.bd.evs))
+	}
+	w.stats.SkippedRanges += int64(w.bd.skipped)
+	w.stats.Warps++
 	return w.err
+}
+
+// modelError returns the error of a warp model that failed its check at
+// event i.
+func (w *Writer) modelError(slot uint64, nLanes, i int) error {
+	if err := w.bd.check(w.li, slot, nLanes); err != nil {
+		return err
+	}
+	return &ModelError{Launch: w.li, Slot: slot, Event: i, Msg: "failed the streaming check only (writer bug)"}
 }
 
 // writeEvent encodes one model event as a TracePacket, straight into the

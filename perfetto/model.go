@@ -91,6 +91,7 @@ type builder struct {
 	// model check state, per local track
 	chkLast  []int64
 	chkDepth []int32
+	chk      []chkState
 }
 
 // build fills b.evs with v's events in an order that is time-ordered on each
@@ -299,6 +300,52 @@ type ModelError struct {
 
 func (e *ModelError) Error() string {
 	return fmt.Sprintf("launch %d warp %d: model event %d: %s", e.Launch, e.Slot, e.Event, e.Msg)
+}
+
+// modelCheck applies the rules of [builder.check] one event at a time, as
+// the writer encodes them; on a failure the writer calls check for the
+// error, which says what and where.
+type modelCheck struct {
+	t []chkState // per local track
+}
+
+type chkState struct {
+	last  int64 // starts at 0: ts >= last also means ts is not negative
+	depth int32
+}
+
+// depthStep is the change of slice depth per event type.
+var depthStep = [4]int32{typeSliceBegin: 1, typeSliceEnd: -1}
+
+func (b *builder) checkStart(nLanes int) modelCheck {
+	n := nLanes + 1
+	b.chk = slices.Grow(b.chk[:0], n)[:n]
+	clear(b.chk)
+	return modelCheck{t: b.chk}
+}
+
+// ok reports whether e keeps its track in time order, balanced and at most
+// maxSliceDepth deep.
+func (c *modelCheck) ok(e *mev) bool {
+	lt := int(e.lt)
+	if lt >= len(c.t) {
+		return false
+	}
+	t := &c.t[lt]
+	t.depth += depthStep[e.typ&3]
+	ok := e.ts >= t.last && uint32(t.depth) <= maxSliceDepth
+	t.last = e.ts
+	return ok
+}
+
+// done reports whether every track's slices ended.
+func (c *modelCheck) done() bool {
+	for i := range c.t {
+		if c.t[i].depth != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // check applies the per-track rules to the model of one warp: timestamps in

@@ -466,3 +466,45 @@ func TestTwoLaunches(t *testing.T) {
 		t.Errorf("Stats.Bytes = %d, wrote %d", st.Bytes, buf.Len())
 	}
 }
+
+// TestModelError: a warp whose model breaks a rule (here an async range at a
+// negative time, which the model places after the warp's 40,000 other
+// events, over 1 MiB of output) fails the writer with a *ModelError naming
+// it, and none of its packets reach the output.
+func TestModelError(t *testing.T) {
+	meta := testMeta()
+	ws := testWarps()
+	bad := &ws[3]
+	bad.Ranges = nil
+	for i := range int64(20000) {
+		bad.Ranges = append(bad.Ranges, rng(nLoad, 0, 10*i, 10*i+5, 0))
+	}
+	bad.Ranges = append(bad.Ranges, trace.Range{Name: nTMA, Start: -50, End: -10, Async: true})
+	var buf bytes.Buffer
+	w := NewWriter(&buf, Options{})
+	if err := w.BeginLaunch(meta, 0, &meta.Launches[0], LaunchInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for i := range ws {
+		if err = w.AddWarp(&ws[i]); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	var me *ModelError
+	if !errors.As(err, &me) {
+		t.Fatalf("error = %v, want a *ModelError", err)
+	}
+	if me.Slot != bad.Slot || me.Launch != 0 || !strings.Contains(me.Msg, "negative") {
+		t.Errorf("ModelError = %+v, want slot %d, launch 0, a negative timestamp", me, bad.Slot)
+	}
+	if err := w.Close(); !errors.Is(err, me) {
+		t.Errorf("Close after the error = %v, want the same error", err)
+	}
+	if buf.Len() != 0 {
+		t.Errorf("%d bytes reached the output, want none (all of the launch is still buffered)", buf.Len())
+	}
+}
