@@ -2,7 +2,6 @@ package perfetto
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 
 	"github.com/iket-trace/iket/trace"
@@ -140,8 +139,20 @@ func (w *Writer) flushCTA() error {
 	ctaID := trackUUID(kindCTA, w.li, c.linear, 0)
 	w.sc = append(w.sc[:0], "CTA "...)
 	w.sc = appendCTA(w.sc, first.cta, w.lm.Grid)
-	w.track(ctaID, smID, int32(min(c.linear, math.MaxInt32)), true, true, false, w.sc,
-		fmt.Sprintf("CTA %d,%d,%d (linear %d) on SM %d: %d started warps", first.cta[0], first.cta[1], first.cta[2], c.linear, first.sm, c.n))
+	d := append(w.desc[:0], "CTA "...)
+	d = appendUint(d, uint64(first.cta[0]))
+	d = append(d, ',')
+	d = appendUint(d, uint64(first.cta[1]))
+	d = append(d, ',')
+	d = appendUint(d, uint64(first.cta[2]))
+	d = append(d, " (linear "...)
+	d = appendUint(d, c.linear)
+	d = append(d, ") on SM "...)
+	d = appendUint(d, uint64(first.sm))
+	d = append(d, ": "...)
+	d = appendUint(d, uint64(c.n))
+	w.desc = append(d, " started warps"...)
+	w.trackDesc(ctaID, smID, int32(min(c.linear, math.MaxInt32)), true, true, false, w.sc, "", w.desc)
 	if w.opt.Counters {
 		w.ctaCounters(ctaID)
 	}
@@ -199,7 +210,8 @@ func (w *Writer) writeWarp(ctaID uint64, v *warpView, flowHeads []int32) (err er
 		w.sc = appendUint(w.sc, in.dropped)
 		w.sc = append(w.sc, ')')
 	}
-	w.track(warpID, ctaID, int32(min(in.warp, math.MaxInt32)), true, true, false, w.sc, describeWarp(w.lm, in))
+	w.desc = appendWarpDesc(w.desc[:0], w.lm, in)
+	w.trackDesc(warpID, ctaID, int32(min(in.warp, math.MaxInt32)), true, true, false, w.sc, "", w.desc)
 	w.lane = w.lane[:0]
 	for l := range nl {
 		id := trackUUID(kindLane, w.li, in.slot, uint64(l)+1)

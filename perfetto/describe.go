@@ -3,6 +3,7 @@ package perfetto
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/iket-trace/iket/trace"
@@ -92,19 +93,40 @@ func describeLaunch(l *trace.LaunchMeta, info *LaunchInfo) string {
 
 func dim3(d [3]uint32) string { return fmt.Sprintf("(%d,%d,%d)", d[0], d[1], d[2]) }
 
-// describeWarp returns a warp track's description.
-func describeWarp(l *trace.LaunchMeta, in *warpInfo) string {
-	role := "none"
+// appendWarpDesc appends a warp track's description.
+func appendWarpDesc(b []byte, l *trace.LaunchMeta, in *warpInfo) []byte {
+	b = append(b, "slot "...)
+	b = appendUint(b, in.slot)
+	b = append(b, ": sm "...)
+	b = appendUint(b, uint64(in.sm))
+	b = append(b, ", cta "...)
+	b = appendUint(b, uint64(in.cta[0]))
+	b = append(b, ',')
+	b = appendUint(b, uint64(in.cta[1]))
+	b = append(b, ',')
+	b = appendUint(b, uint64(in.cta[2]))
+	b = append(b, ", warp "...)
+	b = appendUint(b, uint64(in.warp))
+	b = append(b, ", role "...)
 	if in.role != 0 {
-		role = l.NameText(in.role)
+		b = append(b, l.NameText(in.role)...)
+	} else {
+		b = append(b, "none"...)
 	}
-	s := fmt.Sprintf("slot %d: sm %d, cta %d,%d,%d, warp %d, role %s; %d events attempted, %d stored, %d dropped",
-		in.slot, in.sm, in.cta[0], in.cta[1], in.cta[2], in.warp, role, in.count, in.stored, in.dropped)
+	b = append(b, "; "...)
+	b = appendUint(b, in.count)
+	b = append(b, " events attempted, "...)
+	b = strconv.AppendInt(b, int64(in.stored), 10)
+	b = append(b, " stored, "...)
+	b = appendUint(b, in.dropped)
+	b = append(b, " dropped"...)
 	if in.trimmed > 0 {
-		s += fmt.Sprintf(", %d trimmed", in.trimmed)
+		b = append(b, ", "...)
+		b = strconv.AppendInt(b, int64(in.trimmed), 10)
+		b = append(b, " trimmed"...)
 	}
 	if !in.finished {
-		s += "; did not finish (hung or faulted)"
+		b = append(b, "; did not finish (hung or faulted)"...)
 	}
-	return s
+	return b
 }

@@ -83,6 +83,7 @@ type Writer struct {
 	pk    []byte // scratch packet body
 	te    []byte // scratch track event
 	sc    []byte // scratch strings
+	desc  []byte // scratch track descriptions
 
 	tracks   map[uint64]struct{}
 	launches map[int]struct{}
@@ -397,6 +398,12 @@ func (w *Writer) intern(b []byte, iid uint64, name func([]byte) []byte) []byte {
 
 // track writes a track descriptor packet and records its uuid.
 func (w *Writer) track(uuid, parent uint64, rank int32, hasRank, explicit, counter bool, name []byte, desc string) {
+	w.trackDesc(uuid, parent, rank, hasRank, explicit, counter, name, desc, nil)
+}
+
+// trackDesc is track with the description given as a string or, when that
+// is empty, as bytes (built in a scratch buffer, so it does not allocate).
+func (w *Writer) trackDesc(uuid, parent uint64, rank int32, hasRank, explicit, counter bool, name []byte, desc string, descB []byte) {
 	if w.err != nil {
 		return
 	}
@@ -433,6 +440,8 @@ func (w *Writer) track(uuid, parent uint64, rank int32, hasRank, explicit, count
 	}
 	if desc != "" {
 		w.pk = appendStringField(w.pk, fTDDescription, desc)
+	} else if len(descB) > 0 {
+		w.pk = appendBytesField(w.pk, fTDDescription, descB)
 	}
 	w.pk = appendVarintField(w.pk, fTDSiblingMerge, mergeNone)
 	w.pk = closeLen(w.pk, at)
