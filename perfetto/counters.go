@@ -92,7 +92,7 @@ func (w *Writer) ctaCounters(ctaID uint64) {
 	for i, p := range c.packed {
 		c.packed[i] = c.perm[p>>(packedTimeBits+1)]<<(packedTimeBits+1) | p&low
 	}
-	slices.Sort(c.packed)
+	c.sortTmp = sortUint64(c.packed, c.sortTmp)
 	rank := int32(-1000)
 	for i := 0; i < len(c.packed); {
 		ki := c.packed[i] >> (packedTimeBits + 1)
@@ -269,48 +269,65 @@ func (w *Writer) matchFlows() {
 			continue
 		}
 		bRole := c.roles[ri+1]
-		c.src = c.src[:0]
+		// Sources sorted by (name, payload, end), stable: one integer sort
+		// of (name, payload, index) orders by name and payload keeping
+		// start order; a group whose ends are out of order (nested or
+		// overlapping ranges) is then sorted by end, stable.
+		rs := c.ranges
+		c.sortKeys = c.sortKeys[:0]
 		for j := s.r0; j < s.r1; j++ {
-			if c.nameRole[c.ranges[j].Name&0x1fff] == a+1 {
-				c.src = append(c.src, int32(j))
+			if r := &rs[j]; c.nameRole[r.Name&0x1fff] == a+1 {
+				c.sortKeys = append(c.sortKeys, uint64(r.Name)<<48|uint64(r.Payload)<<32|uint64(j))
 			}
 		}
-		if len(c.src) == 0 {
+		if len(c.sortKeys) == 0 {
 			continue
 		}
-		rs := c.ranges
-		slices.SortStableFunc(c.src, func(x, y int32) int {
-			p, q := &rs[x], &rs[y]
-			if p.Name != q.Name {
-				return cmp.Compare(p.Name, q.Name)
+		c.src = c.src[:0]
+		for _, k := range c.sortedKeys(c.sortKeys) {
+			c.src = append(c.src, int32(uint32(k)))
+		}
+		byEnd := func(x, y int32) int { return cmp.Compare(rs[x].End, rs[y].End) }
+		for i := 0; i < len(c.sortKeys); {
+			g := c.sortKeys[i] >> 32
+			j := i + 1
+			for j < len(c.sortKeys) && c.sortKeys[j]>>32 == g {
+				j++
 			}
-			if p.Payload != q.Payload {
-				return cmp.Compare(p.Payload, q.Payload)
+			if grp := c.src[i:j]; !slices.IsSortedFunc(grp, byEnd) {
+				slices.SortStableFunc(grp, byEnd)
 			}
-			return cmp.Compare(p.End, q.End)
-		})
+			i = j
+		}
 		for ti := range c.warps {
 			t := &c.warps[ti]
 			if t.info.role != bRole {
 				continue
 			}
-			c.dst = c.dst[:0]
+			// Ranges are sorted by start: sorting (payload, index) keeps
+			// each payload's ranges in start order.
+			c.sortKeys = c.sortKeys[:0]
 			for j := t.r0; j < t.r1; j++ {
-				if c.nameRole[c.ranges[j].Name&0x1fff] == bRole+1 {
-					c.dst = append(c.dst, int32(j))
+				if r := &rs[j]; c.nameRole[r.Name&0x1fff] == bRole+1 {
+					c.sortKeys = append(c.sortKeys, uint64(r.Payload)<<32|uint64(j))
 				}
 			}
-			if len(c.dst) == 0 {
+			if len(c.sortKeys) == 0 {
 				continue
 			}
-			// Ranges are sorted by start: a stable sort by payload keeps
-			// each payload's ranges in start order.
-			slices.SortStableFunc(c.dst, func(x, y int32) int {
-				return cmp.Compare(rs[x].Payload, rs[y].Payload)
-			})
+			c.dst = c.dst[:0]
+			for _, k := range c.sortedKeys(c.sortKeys) {
+				c.dst = append(c.dst, int32(uint32(k)))
+			}
 			w.matchPair()
 		}
 	}
+}
+
+// sortedKeys sorts ks and returns it.
+func (c *ctaBuf) sortedKeys(ks []uint64) []uint64 {
+	c.sortTmp = sortUint64(ks, c.sortTmp)
+	return ks
 }
 
 // matchPair matches c.src (sorted by name, payload, end) to c.dst (sorted by

@@ -30,6 +30,8 @@ type ctaBuf struct {
 	nameRole [8192]uint16
 	touched  []uint16
 	src      []int32
+	sortKeys []uint64
+	sortTmp  []uint64
 	dst      []int32
 	roles    []uint16
 	drops    []delta
