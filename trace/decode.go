@@ -73,15 +73,13 @@ type Decoder struct {
 	window Window
 	next   uint64
 
-	hdr    [WarpHeaderSize]byte
-	buf    []byte
-	stack  []openPush
-	starts []openStart
-	open   []int32 // open starts, while few (see pair)
-	tok    tokTable
-	trunc  []Range
-	busy   laneHeap
-	free   []int32 // min-heap of free lanes
+	hdr   [WarpHeaderSize]byte
+	buf   []byte
+	ps    pairState
+	tok   tokTable
+	trunc []Range
+	busy  laneHeap
+	free  []int32 // min-heap of free lanes
 
 	sum  Summary
 	kind [numViolationKinds]int
@@ -480,16 +478,7 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 			w.Events = ev
 			return b, nil
 		}
-		c := h.StartClock
-		for i := range ev {
-			r := Record(le.Uint64(b[i*RecordSize:]))
-			c += uint64(uint32(r) - uint32(c))
-			// Field by field: a composite literal is built on the stack
-			// with narrow stores and copied with wide loads, which stalls
-			// store forwarding.
-			e := &ev[i]
-			e.kind, e.name, e.payload, e.cycles, e.time = r.Kind(), r.Name(), r.Payload(), c, fit.Ns(c)
-		}
+		decodeForward(ev, b, h.StartClock, fit)
 	} else {
 		c := h.EndClock
 		for i := n - 1; i >= 0; i-- {
@@ -525,4 +514,27 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 		}
 	}
 	return nil, nil
+}
+
+// decodeForward decodes the records in raw (len(ev) of them) into ev,
+// unwrapping cycles forward from start and converting them to ns exactly as
+// [ClockFit.Ns] does, with the fit's terms held in registers.
+func decodeForward(ev []Event, raw []byte, start uint64, f *ClockFit) {
+	refC, s := f.RefCycles, f.NsPerCycle
+	base := f.OffsetNs + (0x1p40 + 0.5)
+	refNs := f.RefNs - 1<<40
+	c := start
+	// Both slices shrink from the front: no index arithmetic, and the
+	// loop condition proves the accesses in bounds.
+	for len(ev) > 0 && len(raw) >= RecordSize {
+		r := Record(binary.LittleEndian.Uint64(raw))
+		c += uint64(uint32(r) - uint32(c))
+		// Field by field: a composite literal is built on the stack
+		// with narrow stores and copied with wide loads, which stalls
+		// store forwarding.
+		e := &ev[0]
+		e.kind, e.name, e.payload, e.cycles = r.Kind(), r.Name(), r.Payload(), c
+		e.time = refNs + int64(base+s*float64(int64(c-refC)))
+		ev, raw = ev[1:], raw[RecordSize:]
+	}
 }

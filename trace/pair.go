@@ -1,11 +1,30 @@
 package trace
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
 )
+
+// pairState is the state of pairing one warp. The fast path keeps it in
+// locals and stores it back when it hands an event to the general path.
+type pairState struct {
+	rs     []Range // w.Ranges, full capacity; nr used
+	ms     []Mark  // w.Marks, full capacity; nm used
+	stack  []openPush
+	starts []openStart
+	open   []int32 // open starts (indexes in starts), while few
+	nr, nm int
+	sp     int // push stack depth
+	nst    int // starts used
+	lost   int32
+	role   uint16
+	sorted bool
+	// The previous range's Start and Depth, to see whether the ranges come
+	// out sorted.
+	prevStart int64
+	prevDepth int32
+}
 
 // pair turns w.Events into w.Ranges, w.Marks and w.Role, reporting pairing
 // problems as violations. Ranges are produced in order of their begin event
@@ -14,12 +33,18 @@ import (
 // case.
 //
 // When raw is not nil, w.Events is only sized and pair fills each event
-// from raw's records first (cycles unwrapped forward from startClock): one
-// pass over the warp instead of two.
+// from raw's records first (cycles unwrapped forward from startClock).
+//
+// Ordinary events go through [pairState.fast], a loop without calls;
+// anything else (a violation, a truncated range, growth, many open starts)
+// goes through the general code below, one event at a time.
 func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 	ev := w.Events
 	if len(ev) == 0 {
 		return
+	}
+	if raw != nil {
+		decodeForward(ev, raw, startClock, fit)
 	}
 	// In a wrapped (or trimmed) record a pop or end may close a begin that
 	// was lost: not a violation, but a truncated range starting where the
@@ -44,59 +69,57 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 			}
 		}
 	}
-	d.stack = d.stack[:0]
-	d.starts = d.starts[:0]
-	d.trunc = d.trunc[:0]
-	d.tok.clear()
-	d.open = d.open[:0]
-	// Open starts are found by a scan of d.open from the most recent while
-	// there are few, and through the token table once there are many.
-	hashed, nOpen := false, 0
-	nk := &d.nk
-	nAsync := 0
+	st := &d.ps
+	st.rs, st.ms = w.Ranges[:cap(w.Ranges)], w.Marks[:cap(w.Marks)]
+	st.stack, st.starts = st.stack[:cap(st.stack)], st.starts[:cap(st.starts)]
+	if cap(st.open) < linearOpen+1 {
+		st.open = make([]int32, 0, linearOpen+1)
+	}
+	st.open = st.open[:0]
+	st.nr, st.nm, st.sp, st.nst = 0, 0, 0, 0
+	st.lost, st.role = lost, w.Role
 	// Placeholders are appended in event (time) order; only a tie in Start
 	// with a smaller depth than the previous range breaks the sort.
-	sorted := true
-	prevStart, prevDepth := int64(math.MinInt64), int32(0)
-	c := startClock
-	for i := range ev {
-		e := &ev[i]
-		// The cases read the event from locals, not back from memory.
-		var kind Kind
-		var name, payload uint16
-		var tm int64
-		if raw != nil {
-			r := Record(binary.LittleEndian.Uint64(raw[i*RecordSize:]))
-			c += uint64(uint32(r) - uint32(c))
-			kind, name, payload, tm = r.Kind(), r.Name(), r.Payload(), fit.Ns(c)
-			e.kind, e.name, e.payload, e.cycles, e.time = kind, name, payload, c, tm
-		} else {
-			kind, name, payload, c, tm = e.kind, e.name, e.payload, e.cycles, e.time
+	st.sorted = true
+	st.prevStart, st.prevDepth = math.MinInt64, 0
+	d.trunc = d.trunc[:0]
+	d.tok.clear()
+	// Open starts are found by a scan of st.open from the most recent while
+	// there are few, and through the token table once there are many.
+	hashed := false
+	asyncTrunc := false
+	nk := &d.nk
+	for i := 0; i < len(ev); i++ {
+		if !hashed {
+			if i = st.fast(ev, i, nk); i == len(ev) {
+				break
+			}
 		}
+		e := &ev[i]
+		kind, name, payload, c, tm := e.kind, e.name&0x1fff, e.payload, e.cycles, e.time
 		switch kind {
 		case KindPush:
 			if nk[name] != nkRange {
 				d.badName(w, i, e)
 			}
-			d.stack = append(d.stack, openPush{name: name, idx: int32(i), rng: int32(len(w.Ranges))})
-			var r *Range
-			w.Ranges, r = appendZero(w.Ranges)
-			r.Name, r.Payload, r.Start, r.StartCycles = name, payload, tm, c
-			r.Depth = lost + int32(len(d.stack)) - 1
-			if r.Depth < prevDepth && r.Start == prevStart {
-				sorted = false
+			if st.sp == len(st.stack) {
+				st.stack = grown(st.stack)
 			}
-			prevStart, prevDepth = r.Start, r.Depth
+			depth := st.lost + int32(st.sp)
+			p := &st.stack[st.sp]
+			p.name, p.idx, p.rng = name, int32(i), int32(st.nr)
+			st.sp++
+			st.addRange(name, payload, tm, c, depth, false)
 		case KindPop:
 			if name != 0 && nk[name] != nkRange {
 				d.badName(w, i, e)
 			}
-			if len(d.stack) == 0 {
-				if truncOK && lost > 0 {
-					lost--
+			if st.sp == 0 {
+				if truncOK && st.lost > 0 {
+					st.lost--
 					d.trunc = append(d.trunc, Range{
 						Name: name, Start: t0, StartCycles: t0c, End: tm, EndCycles: c,
-						Depth: lost, Flags: RangeTruncated,
+						Depth: st.lost, Flags: RangeTruncated,
 					})
 					continue
 				}
@@ -107,51 +130,46 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 				}
 				continue
 			}
-			top := d.stack[len(d.stack)-1]
-			d.stack = d.stack[:len(d.stack)-1]
+			st.sp--
+			top := &st.stack[st.sp]
 			if name != 0 && name != top.name {
 				d.violate(w, PopMismatch, i, d.meta.NameText(name), fmt.Sprintf("pop of %q closes %q (pushed at event %d)",
 					d.meta.NameText(name), d.meta.NameText(top.name), top.idx))
 			}
-			r := &w.Ranges[top.rng]
+			r := &st.rs[top.rng]
 			r.End, r.EndCycles = tm, c
 		case KindStart:
 			if nk[name] != nkRange {
 				d.badName(w, i, e)
 			}
-			var s *openStart
-			d.starts, s = appendZero(d.starts)
+			if st.nst == len(st.starts) {
+				st.starts = grown(st.starts)
+			}
+			si := int32(st.nst)
+			s := &st.starts[si]
+			st.nst++
 			s.name, s.payload, s.open = name, payload, true
-			s.idx, s.rng, s.prev = int32(i), int32(len(w.Ranges)), -1
-			si := int32(len(d.starts) - 1)
-			nOpen++
+			s.idx, s.rng, s.prev = int32(i), int32(st.nr), -1
 			switch {
 			case hashed:
 				key := uint32(name)<<16 | uint32(payload)
 				s.prev = d.tok.get(key)
 				d.tok.set(key, si)
-			case len(d.open) < linearOpen:
-				d.open = append(d.open, si)
+			case len(st.open) < linearOpen:
+				st.open = append(st.open, si)
 			default:
 				// Many open starts: index them by token from now on.
 				hashed = true
-				d.open = append(d.open, si)
-				for _, j := range d.open {
-					o := &d.starts[j]
+				st.open = append(st.open, si)
+				for _, j := range st.open {
+					o := &st.starts[j]
 					key := uint32(o.name)<<16 | uint32(o.payload)
 					o.prev = d.tok.get(key)
 					d.tok.set(key, j)
 				}
-				d.open = d.open[:0]
+				st.open = st.open[:0]
 			}
-			var r *Range
-			w.Ranges, r = appendZero(w.Ranges)
-			r.Name, r.Payload, r.Start, r.StartCycles, r.Async = name, payload, tm, c, true
-			if r.Start == prevStart && prevDepth > 0 {
-				sorted = false
-			}
-			prevStart, prevDepth = r.Start, 0
-			nAsync++
+			st.addRange(name, payload, tm, c, 0, true)
 		case KindEnd:
 			if nk[name] != nkRange {
 				d.badName(w, i, e)
@@ -160,14 +178,15 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 			if hashed {
 				key := uint32(name)<<16 | uint32(payload)
 				if h = d.tok.get(key); h >= 0 {
-					d.tok.set(key, d.starts[h].prev)
+					d.tok.set(key, st.starts[h].prev)
 				}
 			} else {
 				// The most recent open start of the token.
-				for j := len(d.open) - 1; j >= 0; j-- {
-					if o := &d.starts[d.open[j]]; o.name == name && o.payload == payload {
-						h = d.open[j]
-						d.open = append(d.open[:j], d.open[j+1:]...)
+				open := st.open
+				for j := len(open) - 1; j >= 0; j-- {
+					if o := &st.starts[open[j]]; o.name == name && o.payload == payload {
+						h = open[j]
+						st.open = append(open[:j], open[j+1:]...)
 						break
 					}
 				}
@@ -178,30 +197,32 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 						Name: name, Payload: payload, Start: t0, StartCycles: t0c, End: tm, EndCycles: c,
 						Async: true, Flags: RangeTruncated,
 					})
-					nAsync++
+					asyncTrunc = true
 					continue
 				}
 				d.violate(w, EndUnknown, i, d.meta.NameText(name), fmt.Sprintf("end of %q payload %d with no open start of that name and payload",
 					d.meta.NameText(name), payload))
 				continue
 			}
-			s := &d.starts[h]
+			s := &st.starts[h]
 			s.open = false
-			nOpen--
-			r := &w.Ranges[s.rng]
+			r := &st.rs[s.rng]
 			r.End, r.EndCycles = tm, c
 		case KindMark:
 			if nk[name] != nkMark {
 				d.badName(w, i, e)
 			}
-			var m *Mark
-			w.Marks, m = appendZero(w.Marks)
+			if st.nm == len(st.ms) {
+				st.ms = grown(st.ms)
+			}
+			m := &st.ms[st.nm]
+			st.nm++
 			m.Name, m.Payload, m.Time, m.Cycles = name, payload, tm, c
 		case KindRole:
 			if nk[name] != nkRole {
 				d.badName(w, i, e)
 			}
-			w.Role = name
+			st.role = name
 		default:
 			what := "reserved record kind 7"
 			if kind == KindInvalid {
@@ -210,24 +231,25 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 			d.violate(w, BadRecord, i, "", what)
 		}
 	}
+	w.Ranges, w.Marks, w.Role = st.rs[:st.nr], st.ms[:st.nm], st.role
+	sorted := st.sorted
 	// Close what is still open at the warp's last event.
 	last := &ev[len(ev)-1]
-	for _, p := range d.stack {
+	for _, p := range st.stack[:st.sp] {
 		r := &w.Ranges[p.rng]
 		r.End, r.EndCycles, r.Flags = last.time, last.cycles, r.Flags|RangeUnclosed
 		d.violate(w, UnclosedRange, int(p.idx), d.meta.NameText(p.name), fmt.Sprintf("push of %q still open at the warp's end", d.meta.NameText(p.name)))
 	}
-	for i := range d.starts {
-		if nOpen == 0 {
-			break
+	if hashed || len(st.open) > 0 {
+		for i := range st.starts[:st.nst] {
+			s := &st.starts[i]
+			if !s.open {
+				continue
+			}
+			r := &w.Ranges[s.rng]
+			r.End, r.EndCycles, r.Flags = last.time, last.cycles, r.Flags|RangeUnclosed
+			d.violate(w, UnclosedRange, int(s.idx), d.meta.NameText(s.name), fmt.Sprintf("start of %q payload %d still open at the warp's end", d.meta.NameText(s.name), s.payload))
 		}
-		s := &d.starts[i]
-		if !s.open {
-			continue
-		}
-		r := &w.Ranges[s.rng]
-		r.End, r.EndCycles, r.Flags = last.time, last.cycles, r.Flags|RangeUnclosed
-		d.violate(w, UnclosedRange, int(s.idx), d.meta.NameText(s.name), fmt.Sprintf("start of %q payload %d still open at the warp's end", d.meta.NameText(s.name), s.payload))
 	}
 	if len(d.trunc) > 0 {
 		slices.SortStableFunc(d.trunc, cmpRange)
@@ -237,10 +259,147 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 	if !sorted && !slices.IsSortedFunc(w.Ranges, cmpRange) {
 		slices.SortStableFunc(w.Ranges, cmpRange)
 	}
-	if nAsync > 0 {
+	if st.nst > 0 || asyncTrunc {
 		d.assignLanes(w.Ranges)
 	}
 	// Violations in event order (end-of-warp ones last) are already so.
+}
+
+// addRange appends a range placeholder (the general path).
+func (st *pairState) addRange(name, payload uint16, tm int64, c uint64, depth int32, async bool) {
+	if st.nr == len(st.rs) {
+		st.rs = grown(st.rs)
+	}
+	r := &st.rs[st.nr]
+	st.nr++
+	r.Name, r.Payload, r.Start, r.StartCycles = name, payload, tm, c
+	r.Depth, r.Async, r.Lane, r.Flags = depth, async, 0, 0
+	if depth < st.prevDepth && tm == st.prevStart {
+		st.sorted = false
+	}
+	st.prevStart, st.prevDepth = tm, depth
+}
+
+// fast pairs ev from index i on while every event is ordinary (a known name
+// of the right kind, a pop closing the top push by the same name or no name,
+// an end closing an open start, few open starts, room in every slice) and
+// returns the index of the first event it left to the general path, or
+// len(ev). It makes no calls, so its state stays in registers.
+func (st *pairState) fast(ev []Event, i int, nk *[8192]uint8) int {
+	rs, nr := st.rs, st.nr
+	ms, nm := st.ms, st.nm
+	stack, sp := st.stack, st.sp
+	starts, nst := st.starts, st.nst
+	open := st.open
+	lost, role, sorted := st.lost, st.role, st.sorted
+	prevStart, prevDepth := st.prevStart, st.prevDepth
+loop:
+	for ; i < len(ev); i++ {
+		e := &ev[i]
+		name := e.name & 0x1fff
+		switch e.kind {
+		case KindPush:
+			if nk[name] != nkRange || sp >= len(stack) || nr >= len(rs) {
+				break loop
+			}
+			depth := lost + int32(sp)
+			p := &stack[sp]
+			p.name, p.idx, p.rng = name, int32(i), int32(nr)
+			sp++
+			tm := e.time
+			r := &rs[nr]
+			nr++
+			r.Name, r.Payload, r.Start, r.StartCycles = name, e.payload, tm, e.cycles
+			r.Depth, r.Async, r.Lane, r.Flags = depth, false, 0, 0
+			if depth < prevDepth && tm == prevStart {
+				sorted = false
+			}
+			prevStart, prevDepth = tm, depth
+		case KindPop:
+			if sp <= 0 || sp > len(stack) {
+				break loop
+			}
+			top := &stack[sp-1]
+			if name != 0 && (name != top.name || nk[name] != nkRange) {
+				break loop
+			}
+			if int(top.rng) >= len(rs) {
+				break loop
+			}
+			sp--
+			r := &rs[top.rng]
+			r.End, r.EndCycles = e.time, e.cycles
+		case KindStart:
+			no := len(open)
+			if nk[name] != nkRange || no >= linearOpen || no >= cap(open) || nst >= len(starts) || nr >= len(rs) {
+				break loop
+			}
+			open = open[:no+1]
+			open[no] = int32(nst)
+			s := &starts[nst]
+			nst++
+			s.name, s.payload, s.open = name, e.payload, true
+			s.idx, s.rng, s.prev = int32(i), int32(nr), -1
+			tm := e.time
+			r := &rs[nr]
+			nr++
+			r.Name, r.Payload, r.Start, r.StartCycles = name, e.payload, tm, e.cycles
+			r.Depth, r.Async, r.Lane, r.Flags = 0, true, 0, 0
+			if tm == prevStart && prevDepth > 0 {
+				sorted = false
+			}
+			prevStart, prevDepth = tm, 0
+		case KindEnd:
+			if nk[name] != nkRange {
+				break loop
+			}
+			payload := e.payload
+			j := len(open) - 1
+			for ; j >= 0; j-- {
+				o := open[j]
+				if uint(o) >= uint(len(starts)) {
+					break loop
+				}
+				if s := &starts[o]; s.name == name && s.payload == payload {
+					break
+				}
+			}
+			if j < 0 {
+				break loop
+			}
+			s := &starts[open[j]]
+			if int(s.rng) >= len(rs) {
+				break loop
+			}
+			for k := j + 1; k < len(open); k++ {
+				open[k-1] = open[k]
+			}
+			open = open[:len(open)-1]
+			s.open = false
+			r := &rs[s.rng]
+			r.End, r.EndCycles = e.time, e.cycles
+		case KindMark:
+			if nk[name] != nkMark || nm >= len(ms) {
+				break loop
+			}
+			m := &ms[nm]
+			nm++
+			m.Name, m.Payload, m.Time, m.Cycles = name, e.payload, e.time, e.cycles
+		case KindRole:
+			if nk[name] != nkRole {
+				break loop
+			}
+			role = name
+		case KindInvalid, 7:
+			// Listed (not left to default) so that the switch over all
+			// eight kinds compiles to a jump table.
+			break loop
+		}
+	}
+	st.nr, st.nm, st.sp, st.nst, st.open = nr, nm, sp, nst, open
+	st.role, st.sorted = role, sorted
+	st.prevStart, st.prevDepth = prevStart, prevDepth
+	return i
 }
 
 // firstCycleAt returns the first cycle the fit maps to ns or later.
@@ -258,6 +417,25 @@ func firstCycleAt(f *ClockFit, ns int64) uint64 {
 // linearOpen is how many open starts a warp may have before END lookups
 // switch from a scan to the token table.
 const linearOpen = 16
+
+// sized returns s resliced to length n, reallocated (contents dropped) when
+// its capacity is smaller.
+func sized[S ~[]E, E any](s S, n int) S {
+	if cap(s) < n {
+		return make(S, n, n+n/4)
+	}
+	return s[:n]
+}
+
+// grown returns s with its length doubled (at least 16), keeping its
+// contents.
+//
+//go:noinline
+func grown[S ~[]E, E any](s S) S {
+	t := make(S, max(16, 2*len(s)))
+	copy(t, s)
+	return t
+}
 
 // appendZero appends a zero element and returns a pointer to it, so the
 // caller fills it field by field in place.
