@@ -44,10 +44,10 @@ done < bin/tests.txt
 # A kernel that hangs and one that faults, through the CLI: each must exit 2
 # with a diagnosis (hang) or the CUDA error (fault) and keep its partial
 # capture. Each runs in its own process: a fault ends CUDA for the process.
-expect2() { "$@"; rc=$?; echo "exit code $rc"; [ "$rc" -eq 2 ]; }
-step hang-cli expect2 ./bin/iket run hang --watch --timeout 2s -o "$OUT/hang"
+expect2='"$@"; rc=$?; echo "exit code $rc"; [ "$rc" -eq 2 ]'
+step hang-cli bash -c "$expect2" _ ./bin/iket run hang --watch --timeout 2s -o "$OUT/hang"
 grep -q "still running" "$OUT/hang-cli.log" || status+=("hang-cli: no diagnosis in the output")
-step fault-cli expect2 ./bin/iket run fault --watch -o "$OUT/fault"
+step fault-cli bash -c "$expect2" _ ./bin/iket run fault --watch -o "$OUT/fault"
 grep -q "CUDA_ERROR" "$OUT/fault-cli.log" || status+=("fault-cli: no CUDA error named")
 # Watch mode's cost (host-mapped buffers) against device buffers.
 step bench-watch env -C iket "$root/bin/iket.test" -test.run '^$' -test.bench GPUTrace -test.benchmem -test.count 3
