@@ -43,13 +43,20 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 	if len(ev) == 0 {
 		return
 	}
-	if raw != nil {
-		decodeForward(ev, raw, startClock, fit)
-	}
 	// In a wrapped (or trimmed) record a pop or end may close a begin that
 	// was lost: not a violation, but a truncated range starting where the
 	// record does.
 	truncOK := (d.wrap && w.Dropped > 0) || w.Trimmed > 0
+	// Events before dec are decoded: raw is decoded a block at a time just
+	// ahead of the pairing, so the block is still in L1 when it is paired.
+	dec, c := len(ev), startClock
+	if raw != nil {
+		dec = 0
+		if truncOK { // the scan below needs every event (not so today)
+			decodeForward(ev, raw, startClock, fit)
+			dec = len(ev)
+		}
+	}
 	var t0 int64
 	var t0c uint64
 	lost := int32(0) // push levels lost before the first stored event
@@ -90,9 +97,15 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 	asyncTrunc := false
 	nk := &d.nk
 	for i := 0; i < len(ev); i++ {
+		if i == dec {
+			hi := min(len(ev), dec+pairBlock)
+			decodeForward(ev[dec:hi], raw[dec*RecordSize:hi*RecordSize], c, fit)
+			c, dec = ev[hi-1].cycles, hi
+		}
 		if !hashed {
-			if i = st.fast(ev, i, nk); i == len(ev) {
-				break
+			if i = st.fast(ev[:dec], i, nk); i == dec {
+				i-- // decode the next block, or stop
+				continue
 			}
 		}
 		e := &ev[i]
@@ -390,9 +403,7 @@ loop:
 				break loop
 			}
 			role = name
-		case KindInvalid, 7:
-			// Listed (not left to default) so that the switch over all
-			// eight kinds compiles to a jump table.
+		default:
 			break loop
 		}
 	}
@@ -413,6 +424,9 @@ func firstCycleAt(f *ClockFit, ns int64) uint64 {
 	}
 	return c
 }
+
+// pairBlock is how many events pair decodes ahead of the pairing.
+const pairBlock = 256
 
 // linearOpen is how many open starts a warp may have before END lookups
 // switch from a scan to the token table.
