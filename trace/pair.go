@@ -32,8 +32,9 @@ type pairState struct {
 // or end), so they come out sorted by Start without a sort in the common
 // case.
 //
-// When raw is not nil, w.Events is only sized and pair fills each event
-// from raw's records first (cycles unwrapped forward from startClock).
+// When raw is not nil, w.Events is only sized and pair decodes raw's
+// records into it (cycles unwrapped forward from startClock), pairBlock
+// events ahead of the pairing.
 //
 // Ordinary events go through [pairState.fast], a loop without calls;
 // anything else (a violation, a truncated range, growth, many open starts)
@@ -432,15 +433,6 @@ const pairBlock = 256
 // switch from a scan to the token table.
 const linearOpen = 16
 
-// sized returns s resliced to length n, reallocated (contents dropped) when
-// its capacity is smaller.
-func sized[S ~[]E, E any](s S, n int) S {
-	if cap(s) < n {
-		return make(S, n, n+n/4)
-	}
-	return s[:n]
-}
-
 // grown returns s with its length doubled (at least 16), keeping its
 // contents.
 //
@@ -449,22 +441,6 @@ func grown[S ~[]E, E any](s S) S {
 	t := make(S, max(16, 2*len(s)))
 	copy(t, s)
 	return t
-}
-
-// appendZero appends a zero element and returns a pointer to it, so the
-// caller fills it field by field in place.
-func appendZero[S ~[]E, E any](s S) (S, *E) {
-	n := len(s)
-	if n < cap(s) {
-		s = s[:n+1]
-		p := &s[n]
-		var z E
-		*p = z
-		return s, p
-	}
-	var z E
-	s = append(s, z)
-	return s, &s[n]
 }
 
 func cmpRange(a, b Range) int {
