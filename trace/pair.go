@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -48,12 +49,14 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 	// was lost: not a violation, but a truncated range starting where the
 	// record does.
 	truncOK := (d.wrap && w.Dropped > 0) || w.Trimmed > 0
-	// Events before dec are decoded: raw is decoded a block at a time just
-	// ahead of the pairing, so the block is still in L1 when it is paired.
+	// Events before dec are decoded. The fast path decodes as it pairs;
+	// the general path alone decodes a block ahead of the pairing.
 	dec, c := len(ev), startClock
 	if raw != nil {
 		dec = 0
-		if truncOK { // the scan below needs every event (not so today)
+		// The scan below needs every event (not so today), and fast
+		// needs one record per event.
+		if truncOK || len(raw) != len(ev)*RecordSize {
 			decodeForward(ev, raw, startClock, fit)
 			dec = len(ev)
 		}
@@ -97,17 +100,26 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 	hashed := false
 	asyncTrunc := false
 	nk := &d.nk
+loop:
 	for i := 0; i < len(ev); i++ {
-		if i == dec {
+		switch {
+		case !hashed && dec < len(ev):
+			// Here i == dec: fast decodes as it pairs, up to and
+			// including the event it stops at.
+			i, c = st.fast(ev, i, nk, raw, c, fit)
+			if i == len(ev) {
+				break loop
+			}
+			dec = i + 1
+		case !hashed:
+			if i, _ = st.fast(ev, i, nk, nil, 0, fit); i == len(ev) {
+				break loop
+			}
+		case i == dec:
+			// The general path only: decode a block ahead.
 			hi := min(len(ev), dec+pairBlock)
 			decodeForward(ev[dec:hi], raw[dec*RecordSize:hi*RecordSize], c, fit)
 			c, dec = ev[hi-1].cycles, hi
-		}
-		if !hashed {
-			if i = st.fast(ev[:dec], i, nk); i == dec {
-				i-- // decode the next block, or stop
-				continue
-			}
 		}
 		e := &ev[i]
 		kind, name, payload, c, tm := e.kind, e.name&0x1fff, e.payload, e.cycles, e.time
@@ -299,7 +311,20 @@ func (st *pairState) addRange(name, payload uint16, tm int64, c uint64, depth in
 // an end closing an open start, few open starts, room in every slice) and
 // returns the index of the first event it left to the general path, or
 // len(ev). It makes no calls, so its state stays in registers.
-func (st *pairState) fast(ev []Event, i int, nk *[8192]uint8) int {
+//
+// When raw is not nil (it then holds len(ev) records), fast also decodes
+// each event from raw as it goes, cycles unwrapped forward from c, and
+// returns the last decoded event's cycles: the event it stops at is
+// decoded too. Decoding in this loop saves storing the events and loading
+// them back.
+func (st *pairState) fast(ev []Event, i int, nk *[8192]uint8, raw []byte, c uint64, f *ClockFit) (int, uint64) {
+	decode := raw != nil
+	if decode {
+		raw = raw[:len(ev)*RecordSize]
+	}
+	refC, sl := f.RefCycles, f.NsPerCycle
+	base := f.OffsetNs + (0x1p40 + 0.5)
+	refNs := f.RefNs - 1<<40
 	rs, nr := st.rs, st.nr
 	ms, nm := st.ms, st.nm
 	stack, sp := st.stack, st.sp
@@ -310,8 +335,19 @@ func (st *pairState) fast(ev []Event, i int, nk *[8192]uint8) int {
 loop:
 	for ; i < len(ev); i++ {
 		e := &ev[i]
-		name := e.name & 0x1fff
-		switch e.kind {
+		var kind Kind
+		var name uint16
+		if decode {
+			// As decodeForward does.
+			r := Record(binary.LittleEndian.Uint64(raw[i*RecordSize:]))
+			c += uint64(uint32(r) - uint32(c))
+			kind, name = r.Kind(), r.Name()
+			e.kind, e.name, e.payload, e.cycles = kind, name, r.Payload(), c
+			e.time = refNs + int64(base+sl*float64(int64(c-refC)))
+		} else {
+			kind, name = e.kind, e.name&0x1fff
+		}
+		switch kind {
 		case KindPush:
 			if nk[name] != nkRange || sp >= len(stack) || nr >= len(rs) {
 				break loop
@@ -411,7 +447,7 @@ loop:
 	st.nr, st.nm, st.sp, st.nst, st.open = nr, nm, sp, nst, open
 	st.role, st.sorted = role, sorted
 	st.prevStart, st.prevDepth = prevStart, prevDepth
-	return i
+	return i, c
 }
 
 // firstCycleAt returns the first cycle the fit maps to ns or later.
