@@ -74,6 +74,9 @@ func runExport(path string, o exportOptions, stdout io.Writer) error {
 	if o.output == "" {
 		o.output = strings.TrimSuffix(path, filepath.Ext(path)) + "." + format
 	}
+	if same, _ := sameFile(path, o.output); same {
+		return failWith(exitError, fmt.Errorf("export: output %s is the capture itself; give another -o", o.output))
+	}
 	c, err := openCapture(path)
 	if err != nil {
 		return err
@@ -121,4 +124,17 @@ func writeExport(c *trace.Capture, path, format string, opt perfetto.Options) (e
 		return failWith(exitError, fmt.Errorf("export %s: %w", path, err))
 	}
 	return nil
+}
+
+// sameFile reports whether a and b name one existing file.
+func sameFile(a, b string) (bool, error) {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	sb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(sa, sb), nil
 }

@@ -337,3 +337,20 @@ func TestValidateJSON(t *testing.T) {
 		t.Errorf("validate --json = %+v", v)
 	}
 }
+
+// TestExportOntoItself: writing the export over the capture would destroy it.
+func TestExportOntoItself(t *testing.T) {
+	p := bundledCapture(t)
+	before, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "export", p, "-o", p, "--format", "pftrace")
+	if code != exitError || !strings.Contains(errs, "is the capture itself") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	after, err := os.ReadFile(p)
+	if err != nil || !bytes.Equal(before, after) {
+		t.Errorf("the capture changed (err %v)", err)
+	}
+}
