@@ -109,6 +109,7 @@ func runCheck(path string, o checkOptions, stdout io.Writer) error {
 			werr = cerr
 		}
 		if werr != nil {
+			os.Remove(o.junit)
 			return failWith(exitError, fmt.Errorf("check: write %s: %w", o.junit, werr))
 		}
 	}

@@ -43,6 +43,11 @@ func writeOutputs(dir string, source string, stdout io.Writer) error {
 		return err
 	}
 	l := c.Launch(0).Meta
+	if l.Latency == nil { // no timing this time: leave no older numbers behind
+		if err := os.Remove(filepath.Join(dir, latencyFile)); err != nil && !os.IsNotExist(err) {
+			return failWith(exitError, fmt.Errorf("remove stale %s: %w", latencyFile, err))
+		}
+	}
 	if l.Latency != nil {
 		b, err := json.MarshalIndent(latencyJSON{
 			Kernel: l.Kernel, Grid: l.Grid, Block: l.Block, Device: c.Meta.Device, Latency: l.Latency, Source: source,

@@ -85,7 +85,7 @@ its warps recorded; iket exits 2.`,
 				if prog, src, base, err = specProgram(s, o.spec); err != nil {
 					return failWith(exitError, err)
 				}
-				o = specRunOptions(s, o, cmd.Flags().Changed("capacity"), cmd.Flags().Changed("mode"))
+				o = specRunOptions(s, o, cmd.Flags().Changed("capacity"), cmd.Flags().Changed("mode"), cmd.Flags().Changed("arch"))
 			case len(args) == 1:
 				var err error
 				if prog, src, err = resolveProgram(args[0]); err != nil {
@@ -205,6 +205,11 @@ func reportRunError(err error, name string, dev *iket.Device, out string, stdout
 		return failWith(exitError, err)
 	}
 	capPath := filepath.Join(out, captureFile)
+	// Outputs of an earlier run in this folder would sit beside the partial
+	// capture as if they described it.
+	for _, f := range []string{pftraceFile, latencyFile, reportFile} {
+		os.Remove(filepath.Join(out, f))
+	}
 	meta := trace.Meta{Tool: "iket " + version, Created: time.Now().UTC()}
 	info := dev.Info()
 	meta.Device = &info

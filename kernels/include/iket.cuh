@@ -28,7 +28,10 @@
 // lanes' cursors in step, which is most of an event's latency.
 //
 // Every call may be made by any subset of a warp's lanes (inside
-// `if (lane == 0)` too); the active lanes write one shared record. The binary
+// `if (lane == 0)` too); the active lanes write one shared record. Lanes of
+// one warp must not record in two divergent branches at once (`if (lane ==
+// 0) tr.mark(a); else tr.mark(b);`): both groups would take the same slot.
+// Record before the branch or after the lanes rejoin. The binary
 // layout written here is specified in docs/FORMAT.md; trace/ decodes it.
 #ifndef IKET_CUH
 #define IKET_CUH
@@ -272,7 +275,9 @@ class Warp {
   // buffer that lost the ROLE event still names the warp's role.
   __device__ __forceinline__ void set_role(unsigned short role) {
     emit(IKET_KIND_ROLE, role, 0u);
-    hdr_->flags = 1u | (static_cast<unsigned>(role & 0x1fffu) << 16);
+    // Atomics: lanes that already left may have set the finished bit.
+    atomicAnd(&hdr_->flags, ~(0x1fffu << 16));
+    atomicOr(&hdr_->flags, static_cast<unsigned>(role & 0x1fffu) << 16);
   }
 
  private:
