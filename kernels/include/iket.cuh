@@ -136,6 +136,13 @@ __device__ __forceinline__ unsigned max_active(unsigned mask, unsigned v) {
 
 // clock32 reads the low word of %clock64: one CS2R, where %clock takes a
 // uniform-register read and a move.
+// leader reports whether this lane is the lowest active lane of mask.
+__device__ __forceinline__ bool leader(unsigned mask) {
+  unsigned lt;
+  asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
+  return (mask & lt) == 0u;
+}
+
 __device__ __forceinline__ unsigned clock32() {
   unsigned long long c;
   asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
@@ -233,11 +240,13 @@ class Warp {
     const unsigned c = detail::max_active(m, cursor_);
     unsigned long long gt, clk;
     detail::anchor(&gt, &clk);
-    atomicMax(&hdr_->count, c);
-    // The pair sits at offset 40, 8-byte aligned only: two 8-byte stores.
-    hdr_->end_globaltimer = gt;
-    hdr_->end_clock = clk;
-    atomicOr(&hdr_->flags, 2u);
+    if (detail::leader(m)) {  // one lane's atomics, not 32 serialized ones
+      atomicMax(&hdr_->count, c);
+      // The pair sits at offset 40, 8-byte aligned only: two 8-byte stores.
+      hdr_->end_globaltimer = gt;
+      hdr_->end_clock = clk;
+      atomicOr(&hdr_->flags, 2u);
+    }
   }
 
   Warp(const Warp&) = delete;
@@ -275,9 +284,12 @@ class Warp {
   // buffer that lost the ROLE event still names the warp's role.
   __device__ __forceinline__ void set_role(unsigned short role) {
     emit(IKET_KIND_ROLE, role, 0u);
-    // Atomics: lanes that already left may have set the finished bit.
-    atomicAnd(&hdr_->flags, ~(0x1fffu << 16));
-    atomicOr(&hdr_->flags, static_cast<unsigned>(role & 0x1fffu) << 16);
+    // Atomics (lanes that already left may have set the finished bit), by
+    // one lane.
+    if (detail::leader(detail::active_mask())) {
+      atomicAnd(&hdr_->flags, ~(0x1fffu << 16));
+      atomicOr(&hdr_->flags, static_cast<unsigned>(role & 0x1fffu) << 16);
+    }
   }
 
  private:
