@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/iket-trace/iket/check"
+
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -86,7 +88,7 @@ func writeStatsTable(w io.Writer, a *analysis, names []string, m [][]float64) {
 			role = "(all)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.1f%%\t\n", role, s.Range, s.Count,
-			fmtNs(s.MeanNs), fmtNs(s.P50Ns), fmtNs(s.P99Ns), fmtNs(s.MaxNs), 100*s.Share)
+			check.FormatNs(s.MeanNs), check.FormatNs(s.P50Ns), check.FormatNs(s.P99Ns), check.FormatNs(s.MaxNs), 100*s.Share)
 	}
 	tw.Flush()
 	if len(names) > 0 {
@@ -126,15 +128,4 @@ func writeStatsTable(w io.Writer, a *analysis, names []string, m [][]float64) {
 		fmt.Fprintf(w, "latency: uninstrumented %.2f us, instrumented %.2f us (medians of %d rounds), ratio %.3f\n",
 			l.Uninstrumented.MedianUS, l.Instrumented.MedianUS, len(l.Uninstrumented.RoundsUS), l.Ratio)
 	}
-}
-
-// fmtNs prints a duration in ns with a readable unit.
-func fmtNs(ns float64) string {
-	switch {
-	case ns >= 1e6:
-		return fmt.Sprintf("%.2fms", ns/1e6)
-	case ns >= 1e3:
-		return fmt.Sprintf("%.2fus", ns/1e3)
-	}
-	return fmt.Sprintf("%.0fns", ns)
 }
