@@ -43,7 +43,7 @@ func openGPU(t *testing.T) *Device {
 }
 
 // build compiles a built-in program in one build and closes it at cleanup.
-func build(t *testing.T, d *Device, prog string, instrumented bool) (*Program, *Module) {
+func build(t *testing.T, d *Device, prog string, instrumented bool, options ...string) (*Program, *Module) {
 	t.Helper()
 	p, err := Builtin(prog)
 	if err != nil {
@@ -53,6 +53,7 @@ func build(t *testing.T, d *Device, prog string, instrumented bool) (*Program, *
 	if err != nil {
 		t.Fatal(err)
 	}
+	src.Options = append(src.Options, options...)
 	m, err := d.Compile(src, instrumented, "")
 	if err != nil {
 		t.Fatalf("compile %s (instrumented %v): %v", prog, instrumented, err)
@@ -183,9 +184,21 @@ var wantWarpRoles = [2][]rawEvent{
 
 func TestGPUTraceWarpRoles(t *testing.T) {
 	d := openGPU(t)
-	p, inst := build(t, d, "warp_roles", true)
+	p, stop := build(t, d, "warp_roles", true)
+	_, wrap := build(t, d, "warp_roles", true, "-DIKET_WRAP=1")
+	if stop.Mode() != trace.ModeStop || wrap.Mode() != trace.ModeWrap {
+		t.Fatalf("modes %v and %v, want stop and wrap", stop.Mode(), wrap.Mode())
+	}
 	cfg := p.Config(d)
 	w := setup(t, d, p, cfg)
+	// A build records in one mode: the other is refused before launching.
+	var ce *ConfigError
+	if _, err := stop.Trace(cfg, w.Args, TraceOptions{Capacity: 4, Mode: trace.ModeWrap}); !errors.As(err, &ce) || ce.Field != "mode" {
+		t.Errorf("wrap trace of a stop build: %v, want a mode ConfigError", err)
+	}
+	if _, err := wrap.Trace(cfg, w.Args, TraceOptions{Capacity: 4}); !errors.As(err, &ce) || ce.Field != "mode" {
+		t.Errorf("stop trace of a wrap build: %v, want a mode ConfigError", err)
+	}
 	tests := []struct {
 		name     string
 		opt      TraceOptions
@@ -200,6 +213,10 @@ func TestGPUTraceWarpRoles(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := w.Poison(); err != nil {
 				t.Fatal(err)
+			}
+			inst := stop
+			if tt.opt.Mode == trace.ModeWrap {
+				inst = wrap
 			}
 			res, err := inst.Trace(cfg, w.Args, tt.opt)
 			if err != nil {
@@ -219,7 +236,7 @@ func TestGPUTraceWarpRoles(t *testing.T) {
 			for s := uint64(0); s < m.Warps; s++ {
 				h, evs := slot(t, res, s)
 				cta, warp := uint32(s/2), uint32(s%2)
-				if h.Magic != trace.WarpMagic || h.Flags&3 != 3 || h.CTA != [3]uint32{cta, 0, 0} || h.Warp != warp ||
+				if h.Magic != trace.WarpMagic || h.Flags&0xf != 3 || h.CTA != [3]uint32{cta, 0, 0} || h.Warp != warp ||
 					h.Count != 6 || h.SM >= sms || h.EndGlobaltimer < h.StartGlobaltimer || h.EndClock <= h.StartClock {
 					t.Fatalf("slot %d header %+v", s, h)
 				}

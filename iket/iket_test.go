@@ -525,3 +525,23 @@ func TestErrorTexts(t *testing.T) {
 		t.Errorf("deviceError = %q", de)
 	}
 }
+
+func TestStraddles(t *testing.T) {
+	tests := []struct {
+		p, size uint64
+		want    bool
+	}{
+		{0x7f0000000000, 1 << 20, false},
+		{0x7f00fffff000, 0x1000, false},  // ends exactly at the boundary
+		{0x7f00fffff000, 0x1001, true},   // one byte over
+		{0x7f00fffffff8, 8, false},       // the last 8 bytes of a window
+		{0x7f0100000000, 1 << 32, false}, // one whole window
+		{0x7f0100000000, 1<<32 + 1, true},
+		{0x7f0100000000, 0, false},
+	}
+	for _, tt := range tests {
+		if got := straddles(tt.p, tt.size); got != tt.want {
+			t.Errorf("straddles(%#x, %#x) = %v, want %v", tt.p, tt.size, got, tt.want)
+		}
+	}
+}

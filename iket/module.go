@@ -19,7 +19,7 @@ const DefaultArch = "sm_90a"
 const (
 	stateSymbol     = "iket_state"
 	nameTableSymbol = "iket_name_table"
-	stateSize       = 24
+	stateSize       = 32
 )
 
 // Module is a loaded kernel module in one build. Close it when done (the
@@ -35,6 +35,22 @@ type Module struct {
 	names        []trace.Name
 	funcs        map[string]cuda.Function
 	res          *resource
+	build        uint32 // iket_state's build flags: buildWrap, buildSafeLanes
+}
+
+// Build flags the header puts in iket_state (docs/FORMAT.md section 2).
+const (
+	buildWrap      = 1 // built with IKET_WRAP: records in wrap mode only
+	buildSafeLanes = 2 // built with IKET_SAFE_LANES
+)
+
+// Mode reports the buffer mode an instrumented module records in: a build
+// records in one mode, chosen when it is compiled (-DIKET_WRAP=1 for wrap).
+func (m *Module) Mode() trace.Mode {
+	if m.build&buildWrap != 0 {
+		return trace.ModeWrap
+	}
+	return trace.ModeStop
 }
 
 // Compile builds src for the device and loads it. CUDA C++ is compiled with
@@ -135,6 +151,7 @@ func (m *Module) inspect(name string, instrumented bool) error {
 	}
 	m.state = p
 	m.instrumented = true
+	m.build = binary.LittleEndian.Uint32(st[24:])
 	tp, tsize, err := c.Global(m.mod, nameTableSymbol)
 	if err != nil {
 		return fmt.Errorf("load %s: the instrumented module has no %s (IKET_NAMES missing?): %w", name, nameTableSymbol, err)
@@ -268,6 +285,7 @@ func (m *Module) setState(base uint64, capacity, wrapMask, warpsPerCTA uint32) e
 	le.PutUint32(st[12:], wrapMask)
 	le.PutUint32(st[16:], warpsPerCTA)
 	le.PutUint32(st[20:], trace.FormatVersion)
+	le.PutUint32(st[24:], m.build)
 	if err := m.d.ctx.CopyHtoD(m.state, st[:]); err != nil {
 		return fmt.Errorf("set %s: %w", stateSymbol, err)
 	}

@@ -113,7 +113,12 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 	if err := ctx.Err(); err != nil {
 		return nil, step("build", err)
 	}
-	inst, err := d.Compile(src, true, opt.Arch)
+	instSrc := src
+	if opt.Trace.Mode == trace.ModeWrap && src.Kind == KindCU {
+		// A build records in one mode: wrap is a compile-time choice.
+		instSrc.Options = append(append([]string(nil), src.Options...), "-DIKET_WRAP=1")
+	}
+	inst, err := d.Compile(instSrc, true, opt.Arch)
 	if err != nil {
 		return nil, step("build instrumented", err)
 	}

@@ -56,6 +56,36 @@ func (o *TraceOptions) wrapMask() uint32 {
 	return trace.StopMask
 }
 
+// straddles reports whether [p, p+size) crosses a 4 GiB boundary. The header
+// keeps only the low word of a record's address per event (the high word is
+// fixed per warp), so a launch's buffers must not (docs/FORMAT.md section 3).
+func straddles(p, size uint64) bool { return size > 0 && p>>32 != (p+size-1)>>32 }
+
+// allocWindow allocates size bytes of device memory that do not straddle a
+// 4 GiB boundary: raw is what to free, p where the buffers start. When the
+// first allocation straddles, one of twice the size has a part that does not.
+func allocWindow(c *cuda.Context, size uint64) (raw, p cuda.DevicePtr, err error) {
+	raw, err = c.Alloc(size)
+	if err != nil || !straddles(uint64(raw), size) {
+		return raw, raw, err
+	}
+	if err := c.Free(raw); err != nil {
+		return 0, 0, err
+	}
+	if size > 1<<31 {
+		return 0, 0, fmt.Errorf("%d bytes straddle a 4 GiB boundary and are too many to place inside one (at most 2 GiB then)", size)
+	}
+	raw, err = c.Alloc(2 * size)
+	if err != nil {
+		return 0, 0, err
+	}
+	p = raw
+	if straddles(uint64(p), size) {
+		p = cuda.DevicePtr((uint64(raw)>>32 + 1) << 32)
+	}
+	return raw, p, nil
+}
+
 // TraceResult is one traced launch: its metadata (as a capture stores it)
 // and the raw warp buffers, Meta.Size() bytes, owned by the caller.
 type TraceResult struct {
@@ -105,6 +135,13 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 	if !m.instrumented {
 		return nil, fmt.Errorf("trace %s: module %s is not instrumented", cfg.Kernel, m.src.Path)
 	}
+	if got := m.Mode(); got != opt.Mode {
+		flag := "without IKET_WRAP"
+		if opt.Mode == trace.ModeWrap {
+			flag = "with -DIKET_WRAP=1"
+		}
+		return nil, &ConfigError{Kernel: cfg.Kernel, Field: "mode", Msg: fmt.Sprintf("%s mode asked, but module %s records in %s mode: a build records in one mode; build it %s", opt.Mode, m.src.Path, got, flag)}
+	}
 	meta := m.launchMeta(cfg, opt)
 	size := uint64(meta.Size())
 	if size>>40 != 0 {
@@ -126,15 +163,22 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 		if err != nil {
 			return nil, fmt.Errorf("trace %s: allocate %d bytes of warp buffers (%d warps x %d): %w", cfg.Kernel, size, meta.Warps, meta.Stride(), err)
 		}
+		bufs = d.track("warp buffers", func() error { return c.HostFree(host) })
+		if straddles(uint64(host.Device), size) {
+			// Rare: a mapping across a 4 GiB boundary. Say so rather than
+			// juggle host allocations.
+			d.release(bufs)
+			return nil, &ConfigError{Kernel: cfg.Kernel, Field: "watch", Msg: fmt.Sprintf("the mapped warp buffers (%d bytes at device address %#x) straddle a 4 GiB boundary, which the header cannot address; run again or without --watch", size, uint64(host.Device))}
+		}
 		clear(host.Bytes())
 		base = uint64(host.Device)
-		bufs = d.track("warp buffers", func() error { return c.HostFree(host) })
 	} else {
-		dev, err = c.Alloc(size)
+		var raw cuda.DevicePtr
+		raw, dev, err = allocWindow(c, size)
 		if err != nil {
 			return nil, fmt.Errorf("trace %s: allocate %d bytes of warp buffers (%d warps x %d): %w", cfg.Kernel, size, meta.Warps, meta.Stride(), err)
 		}
-		bufs = d.track("warp buffers", func() error { return c.Free(dev) })
+		bufs = d.track("warp buffers", func() error { return c.Free(raw) })
 		if err := c.Memset(dev, 0, size); err != nil {
 			d.release(bufs)
 			return nil, fmt.Errorf("trace %s: zero warp buffers: %w", cfg.Kernel, err)

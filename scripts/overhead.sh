@@ -19,7 +19,7 @@
 #        WORK  (default /tmp/iket-overhead) builds, dumps, per-step logs
 #        NVCC  (default nvcc, else /usr/local/cuda/bin/nvcc)
 #        IKET_EXTRA_FLAGS  extra nvcc flags for every kernel build, e.g.
-#              -DIKET_SAME_LANES=1 to measure the header's fast mode
+#              -DIKET_SAFE_LANES=1 to measure the header's lane catch-up mode
 # Exit code: 0 when every step passed, else 1 (the summary names the steps).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -107,10 +107,10 @@ step torch 120 python3 kernels/bench/torch_ref.py check --prefix "$WORK/gemm$CS"
 step eventcost 60 "$B" eventcost --modules "$M" --out "$WORK" $QUICK
 sass() {
   cuobjdump -sass "$M/eventcost_on.cubin" > "$WORK/eventcost_on.sass" &&
-    for n in pipeline_off pipeline_on gemm_off gemm_on; do
+    for n in eventcost_off pipeline_off pipeline_on gemm_off gemm_on; do
       cuobjdump -sass "$M/$n.cubin" > "$WORK/$n.sass" || return 1
     done &&
-    python3 kernels/bench/sass_count.py "$WORK/eventcost_on.sass" \
+    python3 kernels/bench/sass_count.py "$WORK/eventcost_on.sass" "$WORK/eventcost_off.sass" \
       "$WORK/pipeline_off.sass" "$WORK/pipeline_on.sass" "$WORK/gemm_off.sass" "$WORK/gemm_on.sass"
 }
 export -f sass
@@ -146,7 +146,7 @@ nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,clocks_throttle_reas
   grep -h -E '^(gemm|pipeline) .*(correct|WRONG)|CHECK FAILED|HANG|FAIL' "$WORK/check.log" "$WORK/time.log" 2>/dev/null | sed 's/^/  /'
   grep -h -E '^check' "$WORK/torch.log" 2>/dev/null | sed 's/^/  /'
   echo
-  grep -h -E '^(SASS|instructions|global bytes|fences)' "$WORK/sass.log" 2>/dev/null
+  grep -h -E '^(SASS|instructions|ev_loop body|global bytes|fences)' "$WORK/sass.log" 2>/dev/null
   cat "$WORK/eventcost.txt" 2>/dev/null
   echo
   cat "$WORK/table-time.txt" 2>/dev/null || echo "(no timing table: the time step failed, see overhead.log)"

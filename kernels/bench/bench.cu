@@ -230,8 +230,10 @@ struct IketState {
   uint32_t wrap_mask;
   uint32_t warps_per_cta;
   uint32_t version;
+  uint32_t build;  // bit 0: wrap build, bit 1: safe lanes (set by the header)
+  uint32_t reserved;
 };
-static_assert(sizeof(IketState) == 24, "iket state is 24 bytes");
+static_assert(sizeof(IketState) == 32, "iket state is 32 bytes");
 
 static uint64_t stride_of(uint32_t cap) { return 64ull + 8ull * (cap + 1ull); }
 
@@ -240,7 +242,9 @@ static uint64_t stride_of(uint32_t cap) { return 64ull + 8ull * (cap + 1ull); }
 struct Trace {
   CUdeviceptr state = 0;
   std::string names;  // the module's iket_name_table
-  void* buf = nullptr;
+  void* buf = nullptr;  // inside raw, not straddling a 4 GiB boundary
+  void* raw = nullptr;
+  uint32_t build = 0;
   uint64_t warps = 0;
   uint32_t capacity = 0;
   uint32_t warps_per_cta = 0;
@@ -248,7 +252,15 @@ struct Trace {
   void attach(const Module& m) {
     size_t bytes = 0;
     if (!m.global("iket_state", &state, &bytes) || bytes != sizeof(IketState)) {
-      fprintf(stderr, "FAIL: %s has no 24-byte iket_state (built without -DIKET_ENABLE=1?)\n",
+      fprintf(stderr, "FAIL: %s has no 32-byte iket_state (built without -DIKET_ENABLE=1?)\n",
+              m.path.c_str());
+      exit(2);
+    }
+    IketState st;
+    CU(cuMemcpyDtoH(&st, state, sizeof st));
+    build = st.build;
+    if (build & 1u) {
+      fprintf(stderr, "FAIL: %s is a wrap build (IKET_WRAP); the bench records in stop mode\n",
               m.path.c_str());
       exit(2);
     }
@@ -267,10 +279,28 @@ struct Trace {
     warps = nwarps;
     warps_per_cta = wpc;
     capacity = cap;
-    CK(cudaMalloc(&buf, warps * stride_of(cap)));
-    CK(cudaMemset(buf, 0, warps * stride_of(cap)));
+    // docs/FORMAT.md section 3: a launch's buffers must not straddle a
+    // 4 GiB boundary. If the first allocation does, one of twice the size
+    // holds a part that does not.
+    const uint64_t size = warps * stride_of(cap);
+    CK(cudaMalloc(&raw, size));
+    uint64_t a = (uint64_t)(uintptr_t)raw;
+    if ((a >> 32) != ((a + size - 1) >> 32)) {
+      if (size > (1ull << 31)) {
+        fprintf(stderr, "FAIL: %llu bytes of warp buffers: at most 2 GiB here\n",
+                (unsigned long long)size);
+        exit(2);
+      }
+      CK(cudaFree(raw));
+      CK(cudaMalloc(&raw, 2 * size));
+      a = (uint64_t)(uintptr_t)raw;
+      const uint64_t b = ((a >> 32) + 1) << 32;
+      if ((a >> 32) != ((a + size - 1) >> 32)) a = b;
+    }
+    buf = (void*)(uintptr_t)a;
+    CK(cudaMemset(buf, 0, size));
     CK(cudaDeviceSynchronize());
-    IketState st = {(uint64_t)(uintptr_t)buf, cap, 0xffffffffu, wpc, 1u};
+    IketState st = {(uint64_t)(uintptr_t)buf, cap, 0xffffffffu, wpc, 1u, build, 0u};
     CU(cuMemcpyHtoD(state, &st, sizeof st));
   }
   void clear() {
@@ -278,12 +308,13 @@ struct Trace {
     CK(cudaDeviceSynchronize());
   }
   void release() {
-    if (buf) CK(cudaFree(buf));
+    if (raw) CK(cudaFree(raw));
+    raw = nullptr;
     buf = nullptr;
   }
   // Detach points iket_state at nothing (events go to the scratch slot).
   void detach() {
-    IketState st = {0, 0, 0xffffffffu, 1u, 1u};
+    IketState st = {0, 0, 0xffffffffu, 1u, 1u, build, 0u};
     CU(cuMemcpyHtoD(state, &st, sizeof st));
   }
   std::vector<unsigned char> copy() const {
@@ -308,7 +339,8 @@ static bool check_headers(const std::vector<unsigned char>& h, uint64_t warps,
     memcpy(&magic, p, 4);
     memcpy(&count, p + 56, 4);
     memcpy(&flags, p + 60, 4);
-    if (magic != 0x57454b49u || (flags & 3u) != 3u || count == 0) {
+    // Flag bits 2 (lanes disagreed) and 3 (count saturated) must be clear.
+    if (magic != 0x57454b49u || (flags & 0xfu) != 3u || count == 0) {
       if (bad++ == 0)
         snprintf(first, sizeof first,
                  "warp slot %llu: magic 0x%08x flags %u count %u",

@@ -119,11 +119,16 @@ static void eventcost_step(const Options& o, Device& dev, Timer& tm) {
       memcpy(&magic, p, 4);
       memcpy(&count, p + 56, 4);
       memcpy(&flags, p + 60, 4);
-      if (magic != 0x57454b49u || (flags & 3u) != 3u || count != (uint32_t)iters + 1) {
+      uint64_t scratch;
+      memcpy(&scratch, p + 64 + 8 * cap, 8);
+      if (magic != 0x57454b49u || (flags & 0xfu) != 3u || count != (uint32_t)iters + 1 ||
+          scratch != 0) {
         if (bad++ < 3)
-          fail("eventcost overflow: warp slot %llu: magic 0x%08x flags %u count %u, "
-               "want 0x57454b49, 3, %d",
-               (unsigned long long)w, magic, flags, count, iters + 1);
+          fail("eventcost overflow: warp slot %llu: magic 0x%08x flags %u count %u "
+               "scratch slot 0x%llx, want 0x57454b49, 3, %d, 0 (stop mode stores "
+               "nothing past capacity)",
+               (unsigned long long)w, magic, flags, count, (unsigned long long)scratch,
+               iters + 1);
         continue;
       }
       for (uint32_t i = 0; i < cap; ++i) {

@@ -7,9 +7,9 @@
 //    With one warp this is the event's latency on the dependent path; with 64
 //    warps per SM (grid = 2 x SMs, block = 1024) the SM's cycles divided by the
 //    events it recorded is the throughput cost.
-// 2. Instructions. ev_sass1, ev_sass2 and ev_sass3 are identical but for 1, 2
-//    and 3 marks; scripts/overhead.sh counts their SASS instructions
-//    (cuobjdump -sass) and the differences are the instructions of one event.
+// 2. Instructions. ev_sass1 .. ev_sass5 are identical but for 1 .. 5 marks;
+//    scripts/overhead.sh counts their SASS instructions (cuobjdump -sass) and
+//    the differences are the instructions of one event.
 //
 // Launch ev_loop: block = (1024) or (32); arguments (unsigned long long*
 // cycles, float* sink, int iters); cycles and sink hold one entry per warp and
@@ -17,7 +17,8 @@
 // 4 entries.
 #include "iket.cuh"
 
-#define EVENTCOST_NAMES(X) X(MARK, tick) X(ROLE, bench)
+#define EVENTCOST_NAMES(X) X(MARK, tick) X(MARK, tick_b) X(MARK, tick_c) X(MARK, tick_d) X(MARK, tick_e) \
+  X(ROLE, bench)
 IKET_NAMES(EVENTCOST_NAMES)
 
 extern "C" __global__ void __launch_bounds__(1024, 2)
@@ -44,7 +45,8 @@ extern "C" __global__ void __launch_bounds__(1024, 2)
 }
 
 // The SASS probes: p[1] is a run-time payload, p[0] and p[2] are stores the
-// events sit between.
+// events sit between. The marks differ in name, not in payload, so no
+// payload arithmetic is counted as the event's and no two events are alike.
 extern "C" __global__ void ev_sass1(unsigned* p) {
   iket::Warp tr;
   const unsigned v = p[1];
@@ -58,7 +60,7 @@ extern "C" __global__ void ev_sass2(unsigned* p) {
   const unsigned v = p[1];
   p[0] = v;
   tr.mark(iket_id::tick, v);
-  tr.mark(iket_id::tick, v + 1);
+  tr.mark(iket_id::tick_b, v);
   p[2] = v + 1;
 }
 
@@ -67,7 +69,30 @@ extern "C" __global__ void ev_sass3(unsigned* p) {
   const unsigned v = p[1];
   p[0] = v;
   tr.mark(iket_id::tick, v);
-  tr.mark(iket_id::tick, v + 1);
-  tr.mark(iket_id::tick, v + 2);
+  tr.mark(iket_id::tick_b, v);
+  tr.mark(iket_id::tick_c, v);
+  p[2] = v + 1;
+}
+
+extern "C" __global__ void ev_sass4(unsigned* p) {
+  iket::Warp tr;
+  const unsigned v = p[1];
+  p[0] = v;
+  tr.mark(iket_id::tick, v);
+  tr.mark(iket_id::tick_b, v);
+  tr.mark(iket_id::tick_c, v);
+  tr.mark(iket_id::tick_d, v);
+  p[2] = v + 1;
+}
+
+extern "C" __global__ void ev_sass5(unsigned* p) {
+  iket::Warp tr;
+  const unsigned v = p[1];
+  p[0] = v;
+  tr.mark(iket_id::tick, v);
+  tr.mark(iket_id::tick_b, v);
+  tr.mark(iket_id::tick_c, v);
+  tr.mark(iket_id::tick_d, v);
+  tr.mark(iket_id::tick_e, v);
   p[2] = v + 1;
 }

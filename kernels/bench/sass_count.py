@@ -4,10 +4,12 @@
   sass_count.py EVENTCOST_ON.sass [OTHER.sass ...]
 
 EVENTCOST_ON.sass is the disassembly of the instrumented build of
-kernels/bench/eventcost.cu, whose kernels ev_sass1, ev_sass2 and ev_sass3 differ
-only in holding 1, 2 and 3 marks. The differences of their instruction counts
-are the instructions of one event; the opcodes that the extra event adds are
-listed, with the fences among them (there should be none) and the bytes it
+kernels/bench/eventcost.cu, whose kernels ev_sass1 .. ev_sass5 differ only in
+holding 1 .. 5 marks (ev_sass3 at least). The differences of their instruction
+counts are the instructions of one event (the average over the 2nd to the
+last event is the figure; single differences move by one or two with how
+the scheduler interleaves neighbouring events); the opcodes that the 3rd
+event adds are listed, with the fences among them (there should be none) and the bytes it
 stores to global memory. Further files are summarised per kernel (instruction
 totals), e.g. the uninstrumented and instrumented builds of a kernel.
 
@@ -60,6 +62,20 @@ def parse(path):
     return out
 
 
+def loop_body(ins, holds="FFMA"):
+    """The instructions of the last loop whose body holds an instruction
+    starting with holds (ev_loop's dependent FMA; the anchor spin loops hold
+    none): from the backward branch's target to the branch, or None."""
+    for i in range(len(ins) - 1, -1, -1):
+        m = re.search(r"BRA\s+(?:\w+,\s*)?0x([0-9a-f]+)$", ins[i])
+        if m:
+            target = int(m.group(1), 16) // 16
+            body = ins[target:i + 1]
+            if target <= i and any(opcode(t).startswith(holds) for t in body):
+                return body
+    return None
+
+
 def opcode(text):
     t = re.sub(r"^@!?U?P\w+\s+", "", text)
     return t.split()[0] if t else ""
@@ -76,12 +92,16 @@ def main(argv):
         print(f"sass_count: {argv[1]}: no kernel(s) {missing}; found {list(funcs)}",
               file=sys.stderr)
         return 2
+    for k in ("ev_sass4", "ev_sass5"):
+        if k in funcs:
+            need.append(k)
     n = [len(funcs[k]) for k in need]
-    d1, d2 = n[1] - n[0], n[2] - n[1]
+    diffs = [n[i + 1] - n[i] for i in range(len(n) - 1)]
     rc = 0
-    print(f"SASS instructions: ev_sass1 {n[0]}, ev_sass2 {n[1]}, ev_sass3 {n[2]}")
-    print(f"instructions per event: {(n[2] - n[0]) / 2:.1f} on average "
-          f"({d1} for the 2nd event, {d2} for the 3rd: the scheduler interleaves them)")
+    print("SASS instructions: " + ", ".join(f"{k} {v}" for k, v in zip(need, n)))
+    print(f"instructions per event: {(n[-1] - n[0]) / (len(n) - 1):.1f} on average "
+          f"(differences {diffs} for the 2nd .. {len(n)}th event: the scheduler "
+          "interleaves neighbouring events)")
     extra = collections.Counter(map(opcode, funcs["ev_sass3"])) - \
         collections.Counter(map(opcode, funcs["ev_sass2"]))
     unnamed = sum(t == "?" for t in funcs["ev_sass3"])
@@ -101,6 +121,21 @@ def main(argv):
     print(f"fences per event: {len(fences)}" + (f" ({fences})" if fences else ""))
     if fences:
         rc = 1
+    if "ev_loop" in funcs:
+        on = loop_body(funcs["ev_loop"])
+        off = None
+        if len(argv) > 2 and "eventcost_off" in argv[2]:
+            offf = parse(argv[2]).get("ev_loop")
+            off = loop_body(offf) if offf else None
+            argv = argv[:2] + argv[3:]
+        if on:
+            line = f"ev_loop body (one mark per iteration): {len(on)} instructions"
+            if off:
+                line += (f", {len(off)} without the mark: {len(on) - len(off)} "
+                         "instructions per event in a loop")
+            print(line)
+            for t in on:
+                print("   ", t)
     print("\nev_sass3 body (the events sit between the two STG of p[0] and p[2]):")
     for t in funcs["ev_sass3"]:
         print("   ", t)

@@ -22,15 +22,17 @@
 //     }
 //   }                               // the destructor closes the warp's record
 //
-// Fast mode: define IKET_SAME_LANES=1 too when every event of a warp is
-// recorded by the same set of lanes (always the whole warp, or always the
-// same single lane). Events then skip the activemask/redux step that keeps
-// lanes' cursors in step, which is most of an event's latency.
-//
-// Every call may be made by any subset of a warp's lanes (inside
-// `if (lane == 0)` too); the active lanes write one shared record. Lanes of
-// one warp must not record in two divergent branches at once (`if (lane ==
-// 0) tr.mark(a); else tr.mark(b);`): both groups would take the same slot.
+// Lanes. Each lane keeps its own cursor, so an event costs five instructions
+// and no warp-wide step. The rule that buys this: a warp records each event
+// with the same set of lanes as the one before (the whole warp, or always
+// lane 0 inside `if (lane == 0)`). Lanes that recorded separately must call
+// tr.sync_lanes() together before they record together again. A warp whose
+// lanes leave the kernel disagreeing sets a header flag that the decoder
+// reports (records may have been overwritten). Build with -DIKET_SAFE_LANES=1
+// to make every event catch the active lanes up (about twice the latency).
+// In either build, lanes of one warp must not record in two divergent
+// branches at once (`if (lane == 0) tr.mark(a); else tr.mark(b);`): both
+// groups would take the same slot.
 // Record before the branch or after the lanes rejoin. The binary
 // layout written here is specified in docs/FORMAT.md; trace/ decodes it.
 #ifndef IKET_CUH
@@ -79,6 +81,19 @@ struct Token {
 
 #if defined(IKET_ENABLE) && IKET_ENABLE
 
+// Build flags the runtime reads from iket_state: which buffer mode this build
+// records in, and whether events catch lanes up.
+#if defined(IKET_WRAP) && IKET_WRAP
+#define IKET__BUILD_WRAP 1u
+#else
+#define IKET__BUILD_WRAP 0u
+#endif
+#if defined(IKET_SAFE_LANES) && IKET_SAFE_LANES
+#define IKET__BUILD_SAFE 2u
+#else
+#define IKET__BUILD_SAFE 0u
+#endif
+
 namespace iket {
 
 // State is set by the runtime (cuModuleGetGlobal "iket_state") before each
@@ -86,13 +101,16 @@ namespace iket {
 struct State {
   unsigned long long base;   // device address of warp 0's header
   unsigned capacity;         // records per warp (power of two in wrap mode)
-  unsigned wrap_mask;        // 0xffffffff: stop mode; capacity-1: wrap mode
+  unsigned wrap_mask;        // capacity-1 in a wrap build, else 0xffffffff
   unsigned warps_per_cta;    // ceil(threads per CTA / 32)
   unsigned version;          // IKET_FORMAT_VERSION, checked by the runtime
+  unsigned build;            // bit 0: wrap build, bit 1: safe lanes (read only)
+  unsigned reserved;
 };
 
 // Per-warp header, 64 bytes, followed by capacity+1 records of 8 bytes (the
-// last one is the scratch slot that absorbs events past capacity in stop mode).
+// last one, the scratch slot, is not written: in stop mode the store of an
+// event past capacity is predicated off).
 struct WarpHeader {
   unsigned magic;  // 0x5745_4b49 "IKEW" once the warp started
   unsigned smid;
@@ -103,18 +121,22 @@ struct WarpHeader {
   unsigned long long end_globaltimer;
   unsigned long long end_clock;
   unsigned count;  // events attempted (stored + dropped), written at exit
-  unsigned flags;  // bit 0: started, bit 1: finished, 16-28: role id
+  unsigned flags;  // bit 0 started, 1 finished, 2 lanes disagreed,
+                   // 3 count saturated, 16-28 role id
 };
 static_assert(sizeof(WarpHeader) == 64, "iket: WarpHeader must be 64 bytes");
 
 }  // namespace iket
 
 // Both live in the module so the runtime finds them by name; a module holds
-// one translation unit that includes this header with tracing enabled.
+// one translation unit that includes this header with tracing enabled. The
+// scratch area is aligned so it never straddles a 4 GiB boundary (see
+// Warp::emit).
 extern "C" {
-__constant__ iket::State iket_state = {0ull, 0u, 0xffffffffu, 1u,
-                                     IKET_FORMAT_VERSION};
-__device__ unsigned long long iket_scratch[9];
+__constant__ iket::State iket_state = {
+    0ull, 0u, 0xffffffffu, 1u, IKET_FORMAT_VERSION,
+    IKET__BUILD_WRAP | IKET__BUILD_SAFE, 0u};
+__device__ __align__(128) unsigned long long iket_scratch[9];
 }
 
 namespace iket {
@@ -126,16 +148,18 @@ __device__ __forceinline__ unsigned active_mask() {
   return m;
 }
 
-// Largest cursor among the active lanes: lanes that sat out earlier events
-// (inside `if (lane == 0)`) catch up here, so the record stream stays whole.
 __device__ __forceinline__ unsigned max_active(unsigned mask, unsigned v) {
   unsigned r;
   asm volatile("redux.sync.max.u32 %0, %1, %2;" : "=r"(r) : "r"(v), "r"(mask));
   return r;
 }
 
-// clock32 reads the low word of %clock64: one CS2R, where %clock takes a
-// uniform-register read and a move.
+__device__ __forceinline__ unsigned min_active(unsigned mask, unsigned v) {
+  unsigned r;
+  asm volatile("redux.sync.min.u32 %0, %1, %2;" : "=r"(r) : "r"(v), "r"(mask));
+  return r;
+}
+
 // leader reports whether this lane is the lowest active lane of mask.
 __device__ __forceinline__ bool leader(unsigned mask) {
   unsigned lt;
@@ -143,6 +167,8 @@ __device__ __forceinline__ bool leader(unsigned mask) {
   return (mask & lt) == 0u;
 }
 
+// clock32 reads the low word of %clock64: one CS2R, where %clock takes a
+// uniform-register read and a move.
 __device__ __forceinline__ unsigned clock32() {
   unsigned long long c;
   asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
@@ -155,11 +181,42 @@ __device__ __forceinline__ unsigned long long clock64v() {
   return c;
 }
 
-// st_global stores one record with a global-space store (the pointer came
-// from an integer, so the compiler would otherwise emit a generic store).
-__device__ __forceinline__ void st_global(unsigned long long* p,
-                                          unsigned long long v) {
-  asm volatile("st.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+// record reads the clock and stores one record at addr when the address's
+// low word is below end: the low word of %clock64 and word = K | (payload &
+// 0xffff) with K = kind << 29 | name << 16 (one lop3; mask holds 0xffff).
+// The clock and the packing sit in one asm block, the packing after the
+// clock read, so the packed word can land in the clock pair's high half and
+// the store needs no move. No "memory" clobber: the kernel never reads the
+// buffers, so its own loads and stores need not be ordered around an event
+// (volatile keeps events in order with each other and with the kernel's
+// other asm, such as barrier waits).
+__device__ __forceinline__ void record(unsigned long long addr, unsigned end,
+                                       unsigned k, unsigned payload,
+                                       unsigned mask) {
+  asm volatile(
+      "{\n\t.reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 al, ah, l, h;\n\t"
+      "mov.b64 {al, ah}, %0;\n\t"
+      "setp.lt.u32 q, al, %1;\n\t"
+      "mov.u64 c, %%clock64;\n\t"
+      "mov.b64 {l, h}, c;\n\t"
+      "lop3.b32 h, %3, %2, %4, 0xEC;\n\t"
+      "mov.b64 c, {l, h};\n\t"
+      "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
+      "r"(end), "r"(k), "r"(payload), "r"(mask));
+}
+
+// record_at is record without the bound: a wrap build's address is always
+// inside the ring.
+__device__ __forceinline__ void record_at(unsigned long long addr, unsigned k,
+                                          unsigned payload, unsigned mask) {
+  asm volatile(
+      "{\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
+      "mov.u64 c, %%clock64;\n\t"
+      "mov.b64 {l, h}, c;\n\t"
+      "lop3.b32 h, %2, %1, %3, 0xEC;\n\t"
+      "mov.b64 c, {l, h};\n\t"
+      "st.global.u64 [%0], c;\n\t}" ::"l"(addr),
+      "r"(k), "r"(payload), "r"(mask));
 }
 
 __device__ __forceinline__ unsigned long long globaltimer() {
@@ -190,6 +247,10 @@ __device__ __forceinline__ void anchor(unsigned long long* gt,
   *clk = c;
 }
 
+// The cursor saturates here instead of wrapping past 2^32 (then the header's
+// count is a lower bound and flag bit 3 says so).
+constexpr unsigned kCursorLimit = 0xfffffff8u;
+
 }  // namespace detail
 
 // Warp records one warp's events. Construct it once per thread at the top of
@@ -201,26 +262,34 @@ class Warp {
     const unsigned tid =
         threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     const unsigned w = tid >> 5;
+    char* p;
+    unsigned cap;
     if (s.base == 0ull) {
-      hdr_ = reinterpret_cast<WarpHeader*>(iket_scratch);
-      cap_ = 0u;
-      mask_ = 0xffffffffu;
-      rec_ = iket_scratch + 8;
-      cursor_ = 0u;
-      return;
+      p = reinterpret_cast<char*>(iket_scratch);
+      cap = 0u;
+    } else {
+      const unsigned long long cta =
+          blockIdx.x +
+          static_cast<unsigned long long>(gridDim.x) *
+              (blockIdx.y +
+               static_cast<unsigned long long>(gridDim.y) * blockIdx.z);
+      const unsigned long long stride = 64ull + 8ull * (s.capacity + 1ull);
+      p = reinterpret_cast<char*>(s.base) +
+          (cta * s.warps_per_cta + w) * stride;
+      cap = s.capacity;
     }
-    const unsigned long long cta =
-        blockIdx.x +
-        static_cast<unsigned long long>(gridDim.x) *
-            (blockIdx.y + static_cast<unsigned long long>(gridDim.y) * blockIdx.z);
-    const unsigned long long stride = 64ull + 8ull * (s.capacity + 1ull);
-    char* p = reinterpret_cast<char*>(s.base) +
-              (cta * s.warps_per_cta + w) * stride;
     hdr_ = reinterpret_cast<WarpHeader*>(p);
-    rec_ = reinterpret_cast<unsigned long long*>(p + 64);
-    cap_ = s.capacity;
-    mask_ = s.wrap_mask;
-    cursor_ = 0u;
+    const unsigned long long rec = reinterpret_cast<unsigned long long>(p + 64);
+    hi_ = static_cast<unsigned>(rec >> 32);
+    first_ = static_cast<unsigned>(rec);
+#if IKET__BUILD_WRAP
+    pos_ = 0u;
+    mask_ = cap != 0u ? 8u * s.wrap_mask : 0u;  // no buffers: one slot
+#else
+    pos_ = first_;
+    end_ = first_ + 8u * cap;  // the scratch slot: stores stop before it
+#endif
+    if (s.base == 0ull) return;
     unsigned long long gt, clk;
     detail::anchor(&gt, &clk);
     // Every active lane stores the same values to the same addresses.
@@ -237,15 +306,24 @@ class Warp {
 
   __device__ __forceinline__ ~Warp() {
     const unsigned m = detail::active_mask();
-    const unsigned c = detail::max_active(m, cursor_);
+    const unsigned hi = detail::max_active(m, pos_);
+    const unsigned lo = detail::min_active(m, pos_);
+#if IKET__BUILD_WRAP
+    const unsigned n = hi;
+#else
+    const unsigned n = hi - first_;
+#endif
+    unsigned f = 2u;
+    if (lo != hi && !IKET__BUILD_SAFE) f |= 4u;
+    if (hi == detail::kCursorLimit) f |= 8u;
     unsigned long long gt, clk;
     detail::anchor(&gt, &clk);
     if (detail::leader(m)) {  // one lane's atomics, not 32 serialized ones
-      atomicMax(&hdr_->count, c);
+      atomicMax(&hdr_->count, n >> 3);
       // The pair sits at offset 40, 8-byte aligned only: two 8-byte stores.
       hdr_->end_globaltimer = gt;
       hdr_->end_clock = clk;
-      atomicOr(&hdr_->flags, 2u);
+      atomicOr(&hdr_->flags, f);
     }
   }
 
@@ -291,36 +369,48 @@ class Warp {
       atomicOr(&hdr_->flags, static_cast<unsigned>(role & 0x1fffu) << 16);
     }
   }
+  // sync_lanes brings the active lanes' cursors together (to the furthest
+  // one). Call it with the whole warp after some lanes recorded events the
+  // others did not, before the lanes record together again.
+  __device__ __forceinline__ void sync_lanes() {
+    pos_ = detail::max_active(detail::active_mask(), pos_);
+  }
 
  private:
-  // The hot path: activemask, redux, clock, address, one 8-byte store. No
-  // fence, no branch: in stop mode events past capacity land on the scratch
-  // slot (min), in wrap mode the mask keeps the newest.
+  // The hot path, five instructions in a stop build: read the clock, pack
+  // kind, name and payload into the high word, clamp the cursor to the
+  // scratch slot (which is the address's low word: a warp's buffer never
+  // straddles a 4 GiB boundary, the runtime allocates so), one 8-byte store,
+  // advance the cursor (saturating). No fence, no branch, no warp-wide step.
+  // A wrap build masks a byte offset instead (one more instruction).
   __device__ __forceinline__ void emit(unsigned kind, unsigned short name,
                                        unsigned payload) {
-#if defined(IKET_SAME_LANES) && IKET_SAME_LANES
-    // Fast mode: the kernel promises that each warp records every event
-    // with the same set of lanes (always the whole warp, or always lane 0),
-    // so every lane's cursor is already right and no lanes need syncing.
-    const unsigned c = cursor_;
+    const unsigned k = (kind << 29) | (static_cast<unsigned>(name) << 16);
+#if IKET__BUILD_SAFE
+    const unsigned c = detail::max_active(detail::active_mask(), pos_);
 #else
-    const unsigned m = detail::active_mask();
-    const unsigned c = detail::max_active(m, cursor_);
+    const unsigned c = pos_;
 #endif
-    const unsigned idx = min(c & mask_, cap_);
-    const unsigned hi = (kind << 29) | (static_cast<unsigned>(name) << 16) |
-                        (payload & 0xffffu);
-    const unsigned lo = detail::clock32();
-    detail::st_global(rec_ + idx,
-                      (static_cast<unsigned long long>(hi) << 32) | lo);
-    cursor_ = c + 1u;
+#if IKET__BUILD_WRAP
+    const unsigned lo = first_ + (c & mask_);
+    detail::record_at((static_cast<unsigned long long>(hi_) << 32) | lo, k,
+                      payload, 0xffffu);
+#else
+    detail::record((static_cast<unsigned long long>(hi_) << 32) | c, end_, k,
+                   payload, 0xffffu);
+#endif
+    pos_ = min(c + 8u, detail::kCursorLimit);
   }
 
   WarpHeader* hdr_;
-  unsigned long long* rec_;
-  unsigned cap_;
-  unsigned mask_;
-  unsigned cursor_;
+  unsigned hi_;     // high word of the records' addresses
+  unsigned first_;  // low word of record 0's address
+#if IKET__BUILD_WRAP
+  unsigned mask_;  // 8 * (capacity - 1): byte offset mask
+#else
+  unsigned end_;  // low word of the end of the records (the scratch slot)
+#endif
+  unsigned pos_;  // stop: low word of the next record's address; wrap: bytes
 };
 
 }  // namespace iket
@@ -345,6 +435,7 @@ class Warp {
   __device__ __forceinline__ void range_end(Token) {}
   __device__ __forceinline__ void range_end(unsigned short, unsigned = 0u) {}
   __device__ __forceinline__ void set_role(unsigned short) {}
+  __device__ __forceinline__ void sync_lanes() {}
 };
 }  // namespace iket
 
