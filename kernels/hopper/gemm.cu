@@ -53,6 +53,18 @@
   X(RANGE, epilogue)
 IKET_NAMES(GEMM_NAMES)
 
+// GEMM_TRACE picks the per-k-tile events recorded (for measuring what each
+// costs; the role, epilogue and header are always recorded): bit 0 the
+// producer's wait_free and issue, bit 1 a consumer's wait_data, bit 2 its
+// compute. Default all.
+#ifndef GEMM_TRACE
+#define GEMM_TRACE 7
+#endif
+#define GEMM_EV(bit, call)          \
+  do {                              \
+    if ((GEMM_TRACE) & (bit)) call; \
+  } while (0)
+
 #define GEMM_BM 128
 #define GEMM_BN 256
 #define GEMM_BK 64
@@ -118,11 +130,11 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
       for (int kt = 0; kt < ktiles; ++kt) {
         const int s = kt % GEMM_STAGES;
         const uint32_t round = (uint32_t)(kt / GEMM_STAGES);
-        tr.range_push(iket_id::wait_free, s);
+        GEMM_EV(1, tr.range_push(iket_id::wait_free, s));
         hopper::mbar_wait(&empty[s], (round & 1u) ^ 1u, 0x100u + s);
         __syncwarp();
-        tr.range_pop();
-        tr.range_push(iket_id::issue, s);
+        GEMM_EV(1, tr.range_pop());
+        GEMM_EV(1, tr.range_push(iket_id::issue, s));
         if (lane == 0) {
           unsigned char* a = smem + s * GEMM_STAGE_BYTES;
           unsigned char* b = a + GEMM_A_BYTES;
@@ -131,7 +143,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
           hopper::tma_load_2d(b, &tmB, kt * GEMM_BK, tn * GEMM_BN, &full[s]);
         }
         __syncwarp();
-        tr.range_pop();
+        GEMM_EV(1, tr.range_pop());
       }
     }
   } else {
@@ -146,12 +158,12 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
     for (int kt = 0; kt < ktiles; ++kt) {
       const int s = kt % GEMM_STAGES;
       const uint32_t round = (uint32_t)(kt / GEMM_STAGES);
-      tr.range_push(iket_id::wait_data, s);
+      GEMM_EV(2, tr.range_push(iket_id::wait_data, s));
       hopper::mbar_wait(&full[s], round & 1u, 0x200u + s);
       __syncwarp();  // reconverge before the .aligned wgmma instructions
-      tr.range_pop();
+      GEMM_EV(2, tr.range_pop());
 
-      tr.range_push(iket_id::compute, s);
+      GEMM_EV(4, tr.range_push(iket_id::compute, s));
       const unsigned char* a =
           smem + s * GEMM_STAGE_BYTES + cw * (64 * GEMM_BK * 2);
       const unsigned char* b = smem + s * GEMM_STAGE_BYTES + GEMM_A_BYTES;
@@ -170,7 +182,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         __syncwarp();
         if (lane == 0) hopper::mbar_arrive(&empty[(kt - 1) % GEMM_STAGES]);
       }
-      tr.range_pop();
+      GEMM_EV(4, tr.range_pop());
     }
     hopper::wgmma_wait<0>();
 
