@@ -545,3 +545,31 @@ func TestStraddles(t *testing.T) {
 		}
 	}
 }
+
+func TestPipelineWarnings(t *testing.T) {
+	const serialized = "ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non wgmma instructions defining accumulator registers of a wgmma between start and end of the pipeline stage in the function 'gemm'"
+	const ignored = "ptxas warning : (C7508) Potential Performance Loss: setmaxnreg ignored"
+	tests := []struct {
+		name, base, inst string
+		want             int
+	}{
+		{"clean", "", "", 0},
+		{"only instrumented", "", "ptxas info: 0 bytes\n" + serialized + "\n", 1},
+		{"both builds", serialized, serialized, 0},
+		{"two kinds, one shared", ignored, serialized + "\n" + ignored, 1},
+		{"repeated once", "", serialized + "\n" + serialized, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := PipelineWarnings(tt.base, tt.inst)
+			if len(got) != tt.want {
+				t.Fatalf("got %d warnings %q, want %d", len(got), got, tt.want)
+			}
+			for _, w := range got {
+				if !strings.Contains(w, "C75") || !strings.Contains(w, "only the instrumented build") {
+					t.Errorf("warning %q does not quote ptxas", w)
+				}
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -42,6 +43,36 @@ type RunResult struct {
 	Latency *trace.Latency // nil with SkipTiming
 	// CompileLog holds NVRTC's warnings for the two builds, if any.
 	CompileLog string
+	// Warnings are findings about the comparison itself, for the user to
+	// read before trusting the latency ratio (see [PipelineWarnings]).
+	Warnings []string
+}
+
+// pipelineWarning matches the ptxas notes that say a build lost its fast
+// path on Hopper: wgmma serialized (C7510, C7515, ...) or setmaxnreg
+// ignored (C7508). Instrumentation can trigger them in the instrumented
+// build only.
+var pipelineWarning = regexp.MustCompile(`(?m)^.*(C75\d\d|Potential Performance Loss).*$`)
+
+// PipelineWarnings compares the compiler logs of the two builds and returns
+// one line per ptxas performance warning that the instrumented build has and
+// the uninstrumented one does not: such a build is not the kernel the
+// baseline is, and its trace may show a slower pipeline than the real one.
+func PipelineWarnings(baseLog, instLog string) []string {
+	seen := map[string]bool{}
+	for _, m := range pipelineWarning.FindAllString(baseLog, -1) {
+		seen[strings.TrimSpace(m)] = true
+	}
+	var out []string
+	for _, m := range pipelineWarning.FindAllString(instLog, -1) {
+		m = strings.TrimSpace(m)
+		if seen[m] {
+			continue
+		}
+		seen[m] = true
+		out = append(out, "only the instrumented build: "+m+" (the instrumentation changed how ptxas compiled the kernel: trace phases may be slower than in the baseline; move or drop events in that loop)")
+	}
+	return out
 }
 
 // Meta returns the capture metadata for the run (without launches, which
@@ -124,6 +155,7 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 	}
 	defer inst.Close()
 	res.CompileLog = joinLogs(base.Log(), inst.Log())
+	res.Warnings = PipelineWarnings(base.Log(), inst.Log())
 
 	progress("set up inputs")
 	w, err := prog.Setup(d, cfg)

@@ -186,6 +186,9 @@ func runKernel(cmd *cobra.Command, dev *iket.Device, prog *iket.Program, src, ba
 	if res.CompileLog != "" {
 		fmt.Fprintf(stderr, "NVRTC said:\n%s\n", res.CompileLog)
 	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
 	return writeOutputs(o.out, "measured", stdout)
 }
 
