@@ -24,8 +24,12 @@ func (s *summary) reset(nb int) {
 	s.bins = make(map[uint32][]float64)
 }
 
-// add adds value v over [t0, t1) to key.
+// add adds value v over [t0, t1) to key. Times before 0 are left out (the
+// trace has none), so that the bins' origin, which moves left by whole
+// spans as the bins widen, can only put the first non-empty bin's start
+// before 0.
 func (s *summary) add(key uint32, t0, t1 int64, v float64) {
+	t0 = max(t0, 0)
 	if t1 <= t0 || v == 0 {
 		return
 	}
@@ -124,7 +128,8 @@ func (w *Writer) writeSummary() {
 		w.sc = appendKeyName(w.sc, w.lm, k)
 		w.track(id, w.launchID, int32(-1_000_000+i), true, false, true, w.sc, desc)
 		for j := lo; j <= hi; j++ {
-			w.doubleCounter(id, s.origin+int64(j)*s.width, b[j]/float64(s.width))
+			// Only bin lo can start before 0 (add keeps times >= 0).
+			w.doubleCounter(id, max(s.origin+int64(j)*s.width, 0), b[j]/float64(s.width))
 		}
 		w.doubleCounter(id, s.origin+int64(hi+1)*s.width, 0)
 	}

@@ -197,6 +197,42 @@ func TestCounters(t *testing.T) {
 	}
 }
 
+// TestSummaryNearZero: timestamps close to 0, with a later CTA starting
+// before the first one, make the summary bins widen to the left past 0; the
+// summary samples must still be at times >= 0.
+func TestSummaryNearZero(t *testing.T) {
+	ws := testWarps()
+	shift := func(w *trace.Warp, d int64) {
+		w.First, w.Last = w.First+d, w.Last+d
+		for i := range w.Ranges {
+			w.Ranges[i].Start += d
+			w.Ranges[i].End += d
+		}
+		for i := range w.Marks {
+			w.Marks[i].Time += d
+		}
+		for i := range w.Events {
+			w.Events[i] = trace.NewEvent(w.Events[i].Kind(), 0, 0, 0, w.Events[i].Time()+d)
+		}
+	}
+	for i := range ws {
+		d := int64(-t0 + 700) // CTA 0 from 700 ns
+		if ws[i].CTALinear == 1 {
+			d = -t0 - 995 // CTA 1 from 5 ns
+		}
+		shift(&ws[i], d)
+	}
+	data := writeLaunch(t, Options{Counters: true, SummaryBins: 4}, testMeta(), ws)
+	if err := CheckValid(bytes.NewReader(data)); err != nil {
+		t.Fatalf("CheckValid: %v", err)
+	}
+	m := resolve(t, readPackets(t, data))
+	run := m.events[m.path(t, "GPU · Test GPU", "launch 0 · warp_roles", "avg warps running")]
+	if len(run) == 0 || run[0].ts > 5 {
+		t.Errorf("avg warps running starts at %v, want at most 5 ns", run)
+	}
+}
+
 func TestIncompleteAndProblems(t *testing.T) {
 	meta := testMeta()
 	ws := testWarps()[:2]
