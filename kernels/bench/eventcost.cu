@@ -18,7 +18,7 @@
 #include "iket.cuh"
 
 #define EVENTCOST_NAMES(X) X(MARK, tick) X(MARK, tick_b) X(MARK, tick_c) X(MARK, tick_d) X(MARK, tick_e) \
-  X(ROLE, bench)
+  X(RANGE, phase_a) X(RANGE, phase_b) X(RANGE, phase_c) X(ROLE, bench)
 IKET_NAMES(EVENTCOST_NAMES)
 
 extern "C" __global__ void __launch_bounds__(1024, 2)
@@ -94,5 +94,28 @@ extern "C" __global__ void ev_sass5(unsigned* p) {
   tr.mark(iket_id::tick_c, v);
   tr.mark(iket_id::tick_d, v);
   tr.mark(iket_id::tick_e, v);
+  p[2] = v + 1;
+}
+
+// ev_next1 and ev_next2: one and two range_next between a push and a pop, the
+// probe of range_next's instructions (two records per call).
+extern "C" __global__ void ev_next1(unsigned* p) {
+  iket::Warp tr;
+  const unsigned v = p[1];
+  p[0] = v;
+  tr.range_push(iket_id::phase_a, v);
+  tr.range_next(iket_id::phase_b, v);
+  tr.range_pop();
+  p[2] = v + 1;
+}
+
+extern "C" __global__ void ev_next2(unsigned* p) {
+  iket::Warp tr;
+  const unsigned v = p[1];
+  p[0] = v;
+  tr.range_push(iket_id::phase_a, v);
+  tr.range_next(iket_id::phase_b, v);
+  tr.range_next(iket_id::phase_c, v);
+  tr.range_pop();
   p[2] = v + 1;
 }

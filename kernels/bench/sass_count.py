@@ -121,6 +121,10 @@ def main(argv):
     print(f"fences per event: {len(fences)}" + (f" ({fences})" if fences else ""))
     if fences:
         rc = 1
+    if "ev_next1" in funcs and "ev_next2" in funcs:
+        nn = len(funcs["ev_next2"]) - len(funcs["ev_next1"])
+        print(f"range_next (a pop and a push, one clock read): {nn} instructions "
+              f"(ev_next2 {len(funcs['ev_next2'])} - ev_next1 {len(funcs['ev_next1'])})")
     if "ev_loop" in funcs:
         on = loop_body(funcs["ev_loop"])
         off = None

@@ -60,9 +60,17 @@ IKET_NAMES(GEMM_NAMES)
 #ifndef GEMM_TRACE
 #define GEMM_TRACE 7
 #endif
-#define GEMM_EV(bit, call)          \
-  do {                              \
-    if ((GEMM_TRACE) & (bit)) call; \
+// GEMM_NEXT=1 (default) records back-to-back phases with range_next (a pop
+// and a push with one clock read): per k-tile, a warp reads the clock twice
+// instead of four times for the same ranges. Then a consumer's wait_data and
+// compute go together (bits 1 and 2 both set, or neither). GEMM_NEXT=0 records
+// push/pop pairs.
+#ifndef GEMM_NEXT
+#define GEMM_NEXT 1
+#endif
+#define GEMM_EV(bits, call)                     \
+  do {                                          \
+    if (((GEMM_TRACE) & (bits)) == (bits)) call; \
   } while (0)
 
 #define GEMM_BM 128
@@ -126,15 +134,24 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         hopper::prefetch_tmap(&tmA);
         hopper::prefetch_tmap(&tmB);
       }
+#if GEMM_NEXT
+      if (ktiles > 0) GEMM_EV(1, tr.range_push(iket_id::wait_free, 0));
+#endif
 #pragma unroll 1
       for (int kt = 0; kt < ktiles; ++kt) {
         const int s = kt % GEMM_STAGES;
         const uint32_t round = (uint32_t)(kt / GEMM_STAGES);
+#if !GEMM_NEXT
         GEMM_EV(1, tr.range_push(iket_id::wait_free, s));
+#endif
         hopper::mbar_wait(&empty[s], (round & 1u) ^ 1u, 0x100u + s);
         __syncwarp();
+#if GEMM_NEXT
+        GEMM_EV(1, tr.range_next(iket_id::issue, s));
+#else
         GEMM_EV(1, tr.range_pop());
         GEMM_EV(1, tr.range_push(iket_id::issue, s));
+#endif
         if (lane == 0) {
           unsigned char* a = smem + s * GEMM_STAGE_BYTES;
           unsigned char* b = a + GEMM_A_BYTES;
@@ -143,7 +160,15 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
           hopper::tma_load_2d(b, &tmB, kt * GEMM_BK, tn * GEMM_BN, &full[s]);
         }
         __syncwarp();
+#if GEMM_NEXT
+        if (kt + 1 < ktiles) {
+          GEMM_EV(1, tr.range_next(iket_id::wait_free, (kt + 1) % GEMM_STAGES));
+        } else {
+          GEMM_EV(1, tr.range_pop());
+        }
+#else
         GEMM_EV(1, tr.range_pop());
+#endif
       }
     }
   } else {
@@ -154,16 +179,24 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.f;
 
+#if GEMM_NEXT
+    if (ktiles > 0) GEMM_EV(6, tr.range_push(iket_id::wait_data, 0));
+#endif
 #pragma unroll 1
     for (int kt = 0; kt < ktiles; ++kt) {
       const int s = kt % GEMM_STAGES;
       const uint32_t round = (uint32_t)(kt / GEMM_STAGES);
+#if !GEMM_NEXT
       GEMM_EV(2, tr.range_push(iket_id::wait_data, s));
+#endif
       hopper::mbar_wait(&full[s], round & 1u, 0x200u + s);
       __syncwarp();  // reconverge before the .aligned wgmma instructions
+#if GEMM_NEXT
+      GEMM_EV(6, tr.range_next(iket_id::compute, s));
+#else
       GEMM_EV(2, tr.range_pop());
-
       GEMM_EV(4, tr.range_push(iket_id::compute, s));
+#endif
       const unsigned char* a =
           smem + s * GEMM_STAGE_BYTES + cw * (64 * GEMM_BK * 2);
       const unsigned char* b = smem + s * GEMM_STAGE_BYTES + GEMM_A_BYTES;
@@ -182,7 +215,15 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         __syncwarp();
         if (lane == 0) hopper::mbar_arrive(&empty[(kt - 1) % GEMM_STAGES]);
       }
+#if GEMM_NEXT
+      if (kt + 1 < ktiles) {
+        GEMM_EV(6, tr.range_next(iket_id::wait_data, (kt + 1) % GEMM_STAGES));
+      } else {
+        GEMM_EV(6, tr.range_pop());
+      }
+#else
       GEMM_EV(4, tr.range_pop());
+#endif
     }
     hopper::wgmma_wait<0>();
 

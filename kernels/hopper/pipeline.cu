@@ -82,8 +82,7 @@ extern "C" __global__ void __launch_bounds__(PIPE_THREADS, 1)
       // The first round finds every slot free (parity of the phase before 0).
       hopper::mbar_wait(&empty[s], (round & 1u) ^ 1u, 0x100u + s);
       __syncwarp();
-      tr.range_pop();
-      tr.range_push(iket_id::issue, s);
+      tr.range_next(iket_id::issue, s);
       if (lane == 0) {
         hopper::mbar_arrive_expect_tx(&full[s], PIPE_TILE_BYTES);
         hopper::bulk_g2s(smem + (size_t)s * PIPE_TILE_BYTES,
@@ -103,9 +102,7 @@ extern "C" __global__ void __launch_bounds__(PIPE_THREADS, 1)
       tr.range_push(iket_id::wait_data, s);
       hopper::mbar_wait(&full[s], round & 1u, 0x200u + s);
       __syncwarp();
-      tr.range_pop();
-
-      tr.range_push(iket_id::compute, s);
+      tr.range_next(iket_id::compute, s);
       const float4* src =
           reinterpret_cast<const float4*>(smem + (size_t)s * PIPE_TILE_BYTES);
       float4* dst = reinterpret_cast<float4*>(out + row * PIPE_ROW);
@@ -130,9 +127,7 @@ extern "C" __global__ void __launch_bounds__(PIPE_THREADS, 1)
       // above); hand the slot back to the producer.
       __syncwarp();
       if (lane == 0) hopper::mbar_arrive(&empty[s]);
-      tr.range_pop();
-
-      tr.range_push(iket_id::epilogue, s);
+      tr.range_next(iket_id::epilogue, s);
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1)
         sum += __shfl_xor_sync(0xffffffffu, sum, off);

@@ -18,6 +18,8 @@
 //       tr.set_role(iket_id::producer);
 //       tr.range_push(iket_id::producer_load, /*payload=*/stage);
 //       ...
+//       tr.range_next(iket_id::producer_wait);  // pop + push, one clock read
+//       ...
 //       tr.range_pop();
 //     }
 //   }                               // the destructor closes the warp's record
@@ -219,6 +221,49 @@ __device__ __forceinline__ void record_at(unsigned long long addr, unsigned k,
       "r"(k), "r"(payload), "r"(mask));
 }
 
+// record_pair stores two records that share one clock read: a plain pop
+// (high word kpop) at addr if its low word is below end, then a record with
+// high word K | (payload & 0xffff) at addr + 8 if that is below end too.
+__device__ __forceinline__ void record_pair(unsigned long long addr,
+                                            unsigned end, unsigned kpop,
+                                            unsigned k, unsigned payload,
+                                            unsigned mask) {
+  asm volatile(
+      "{\n\t.reg .pred q0, q1;\n\t.reg .b64 c, c2;\n\t"
+      ".reg .b32 al, ah, l, h, h2;\n\t"
+      "mov.b64 {al, ah}, %0;\n\t"
+      "setp.lt.u32 q0, al, %1;\n\t"
+      "add.u32 al, al, 8;\n\t"
+      "setp.lt.u32 q1, al, %1;\n\t"
+      "mov.u64 c, %%clock64;\n\t"
+      "mov.b64 {l, h}, c;\n\t"
+      "lop3.b32 h2, %4, %3, %5, 0xEC;\n\t"
+      "mov.b64 c, {l, %2};\n\t"
+      "mov.b64 c2, {l, h2};\n\t"
+      "@q0 st.global.u64 [%0], c;\n\t"
+      "@q1 st.global.u64 [%0+8], c2;\n\t}" ::"l"(addr),
+      "r"(end), "r"(kpop), "r"(k), "r"(payload), "r"(mask));
+}
+
+// record_pair_at is record_pair without the bound, at two ring addresses
+// (wrap build).
+__device__ __forceinline__ void record_pair_at(unsigned long long a0,
+                                               unsigned long long a1,
+                                               unsigned kpop, unsigned k,
+                                               unsigned payload,
+                                               unsigned mask) {
+  asm volatile(
+      "{\n\t.reg .b64 c, c2;\n\t.reg .b32 l, h, h2;\n\t"
+      "mov.u64 c, %%clock64;\n\t"
+      "mov.b64 {l, h}, c;\n\t"
+      "lop3.b32 h2, %4, %3, %5, 0xEC;\n\t"
+      "mov.b64 c, {l, %2};\n\t"
+      "mov.b64 c2, {l, h2};\n\t"
+      "st.global.u64 [%0], c;\n\t"
+      "st.global.u64 [%1], c2;\n\t}" ::"l"(a0),
+      "l"(a1), "r"(kpop), "r"(k), "r"(payload), "r"(mask));
+}
+
 __device__ __forceinline__ unsigned long long globaltimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -248,8 +293,9 @@ __device__ __forceinline__ void anchor(unsigned long long* gt,
 }
 
 // The cursor saturates here instead of wrapping past 2^32 (then the header's
-// count is a lower bound and flag bit 3 says so).
-constexpr unsigned kCursorLimit = 0xfffffff8u;
+// count is a lower bound and flag bit 3 says so); far enough below 2^32 that
+// a step of 16 (range_next) cannot wrap.
+constexpr unsigned kCursorLimit = 0xffffffe0u;
 
 }  // namespace detail
 
@@ -340,6 +386,14 @@ class Warp {
   }
   // range_pop closes the innermost open push range.
   __device__ __forceinline__ void range_pop() { emit(IKET_KIND_POP, 0, 0u); }
+  // range_next closes the innermost open push range and opens `name` at the
+  // same instant: range_pop(); range_push(name, payload); with one clock
+  // read for both records (about the cost of one event), for phases that
+  // follow each other (wait, then compute, then wait ...).
+  __device__ __forceinline__ void range_next(unsigned short name,
+                                             unsigned payload = 0u) {
+    emit_next(name, payload);
+  }
   // range_pop(name) also asks the decoder to check that it closes `name`.
   __device__ __forceinline__ void range_pop(unsigned short name) {
     emit(IKET_KIND_POP, name, 0u);
@@ -402,6 +456,29 @@ class Warp {
     pos_ = min(c + 8u, detail::kCursorLimit);
   }
 
+  // emit_next records a plain pop and a push of name with one clock read.
+  __device__ __forceinline__ void emit_next(unsigned short name,
+                                            unsigned payload) {
+    const unsigned kpop = IKET_KIND_POP << 29;
+    const unsigned k =
+        (IKET_KIND_PUSH << 29) | (static_cast<unsigned>(name) << 16);
+#if IKET__BUILD_SAFE
+    const unsigned c = detail::max_active(detail::active_mask(), pos_);
+#else
+    const unsigned c = pos_;
+#endif
+#if IKET__BUILD_WRAP
+    const unsigned long long h = static_cast<unsigned long long>(hi_) << 32;
+    detail::record_pair_at(h | (first_ + (c & mask_)),
+                           h | (first_ + ((c + 8u) & mask_)), kpop, k,
+                           payload, 0xffffu);
+#else
+    detail::record_pair((static_cast<unsigned long long>(hi_) << 32) | c, end_,
+                        kpop, k, payload, 0xffffu);
+#endif
+    pos_ = min(c + 16u, detail::kCursorLimit);
+  }
+
   WarpHeader* hdr_;
   unsigned hi_;     // high word of the records' addresses
   unsigned first_;  // low word of record 0's address
@@ -427,6 +504,7 @@ class Warp {
   __device__ __forceinline__ void range_push(unsigned short, unsigned = 0u) {}
   __device__ __forceinline__ void range_pop() {}
   __device__ __forceinline__ void range_pop(unsigned short) {}
+  __device__ __forceinline__ void range_next(unsigned short, unsigned = 0u) {}
   __device__ __forceinline__ Token range_start(unsigned short name,
                                                unsigned payload = 0u) {
     Token t = {name, static_cast<unsigned short>(payload)};
