@@ -8,7 +8,8 @@
 //
 //   #define MY_NAMES(X)                                 \
 //     X(ROLE, producer) X(ROLE, consumer)               \
-//     X(RANGE, producer_load) X(MARK, kernel_start)
+//     X(RANGE, producer_load) X(RANGE, producer_wait)   \
+//     X(MARK, kernel_start)
 //   IKET_NAMES(MY_NAMES)            // once per module, at file scope
 //
 //   __global__ void k(...) {
