@@ -10,10 +10,13 @@ import (
 
 // Options select how a [Decoder] and [Validate] treat incomplete records.
 type Options struct {
-	// Strict makes drops and warps that started but did not finish
-	// violations ([DroppedEvents], [NotFinished]), so [Validate] and
-	// [Decoder.Err] report them as errors. Pairing violations are reported
-	// in both modes.
+	// Strict makes drops, warps that started but did not finish, warps
+	// whose lanes recorded different numbers of events and warps whose
+	// event counter saturated violations ([DroppedEvents], [NotFinished],
+	// [DivergedLanes], [SaturatedCount]), so [Validate] and [Decoder.Err]
+	// report them as errors. Without it they are data: [Warp.Dropped],
+	// [Warp.Finished], [Warp.LanesDiverged], [Warp.CountSaturated] and the
+	// [Summary] counts. Pairing violations are reported in both modes.
 	Strict bool
 	// TrimCommonWindow (wrap mode) leaves out every event before the launch's
 	// common [Window] start, so all warps show the same recorded interval;
@@ -33,6 +36,14 @@ type Summary struct {
 	Trimmed   uint64 // stored events left out by Options.TrimCommonWindow
 	Ranges    uint64
 	Marks     uint64
+	// LanesDiverged counts the warps whose lanes recorded different
+	// numbers of events ([Warp.LanesDiverged]): their records may have
+	// been overwritten.
+	LanesDiverged uint64
+	// CountSaturated counts the warps whose event counter saturated
+	// ([Warp.CountSaturated]); when it is not 0, Attempted and Dropped are
+	// lower bounds.
+	CountSaturated uint64
 	// WarpErrors counts slots whose bytes broke the format ([WarpError]).
 	WarpErrors int
 	// Violations counts the violations by kind; nil when there were none.
@@ -171,8 +182,8 @@ func (d *Decoder) index() error {
 			if h.Finished() {
 				a.add(h.EndClock, h.EndGlobaltimer)
 			}
-			if d.wrap && h.Finished() && h.Count > d.meta.Capacity {
-				c, ok, err := d.oldestCycles(slot, &h)
+			if first, n, backward := d.ringSpan(&h); backward && n > 0 {
+				c, ok, err := d.oldestCycles(slot, &h, first, n)
 				if err != nil {
 					return err
 				}
@@ -214,11 +225,39 @@ func (d *Decoder) index() error {
 	return nil
 }
 
-// oldestCycles unwraps a wrapped warp's ring backwards from its end anchor
-// and returns the cycle count of its oldest stored event.
-func (d *Decoder) oldestCycles(slot uint64, h *WarpHeader) (uint64, bool, error) {
+// ringSpan returns where a finished warp's stored events are: n records
+// from record index first on (wrapping at the capacity), and whether the
+// ring wrapped, so that cycles must be unwrapped backwards from the end
+// anchor.
+//
+// A wrap-mode warp whose count saturated (cursor at its limit, the count a
+// lower bound) kept writing its later events at the saturated cursor: the
+// slot at count mod capacity, and the next one for a two-record event
+// (range_next). Those two slots hold either the oldest events or some of
+// the newest, so they are left out; the other capacity-2 slots hold the
+// events just before the saturation, in order.
+func (d *Decoder) ringSpan(h *WarpHeader) (first, n uint32, backward bool) {
 	capa := d.meta.Capacity
-	b, werr := d.readRing(slot, h.Count%capa, capa)
+	switch {
+	case !h.Finished():
+		return 0, 0, false
+	case !d.wrap || h.Count < capa || (h.Count == capa && !h.CountSaturated()):
+		return 0, min(h.Count, capa), false
+	case h.CountSaturated():
+		const overwritten = 2
+		if capa <= overwritten {
+			return 0, 0, true
+		}
+		return uint32((uint64(h.Count) + overwritten) % uint64(capa)), capa - overwritten, true
+	}
+	return h.Count % capa, capa, true
+}
+
+// oldestCycles unwraps a wrapped warp's n stored records (from record index
+// first) backwards from its end anchor and returns the cycle count of its
+// oldest stored event.
+func (d *Decoder) oldestCycles(slot uint64, h *WarpHeader, first, n uint32) (uint64, bool, error) {
+	b, werr := d.readRing(slot, first, n)
 	if werr != nil {
 		return 0, false, werr
 	}
@@ -260,8 +299,10 @@ func (d *Decoder) checkHeader(h *WarpHeader, slot uint64) string {
 	switch {
 	case h.Magic != WarpMagic:
 		return fmt.Sprintf("header magic %#x, want %#x (started) or 0 (never ran)", h.Magic, WarpMagic)
-	case h.Flags&FlagStarted == 0 || h.Flags&^(FlagStarted|FlagFinished|FlagRoleMask<<FlagRoleShift) != 0:
-		return fmt.Sprintf("header flags %#x: want bit 0 (started) set and only bits 0-1 and 16-28 (role)", h.Flags)
+	case h.Flags&FlagStarted == 0 || h.Flags&^(FlagStarted|FlagFinished|FlagLanesDiverged|FlagCountSaturated|FlagRoleMask<<FlagRoleShift) != 0:
+		return fmt.Sprintf("header flags %#x: want bit 0 (started) set and only bits 0-3 and 16-28 (role)", h.Flags)
+	case !h.Finished() && h.Flags&(FlagLanesDiverged|FlagCountSaturated) != 0:
+		return fmt.Sprintf("header flags %#x: bit 2 or 3 on a warp that did not finish (they are set at exit, with bit 1)", h.Flags)
 	case !h.Finished() && h.Count != 0:
 		return fmt.Sprintf("count %d on a warp that did not finish (count is written at exit)", h.Count)
 	case h.Finished() && h.EndClock < h.StartClock:
@@ -365,6 +406,7 @@ func (d *Decoder) Next(w *Warp) error {
 	}
 	fit := &d.fits[fi]
 	w.Started, w.Finished = true, h.Finished()
+	w.LanesDiverged, w.CountSaturated = h.LanesDiverged(), h.CountSaturated()
 	w.First = fit.Ns(h.StartClock)
 	d.sum.Started++
 	raw, werr := d.decodeEvents(w, &h, fit)
@@ -390,7 +432,18 @@ func (d *Decoder) Next(w *Warp) error {
 			"clock %d cycles past the warp's end anchor: a gap over 2^32 cycles between events, or a corrupt record", w.Events[n-1].cycles-h.EndClock))
 	}
 	if d.opt.Strict {
-		if w.Dropped > 0 {
+		if w.LanesDiverged {
+			d.violate(w, DivergedLanes, -1, "", "lanes recorded different numbers of events (some lanes recorded events the others did not): "+
+				"records may be overwritten; record with the same lanes each time, call tr.sync_lanes() after lanes recorded separately, or build with -DIKET_SAFE_LANES=1")
+		}
+		if w.CountSaturated {
+			d.violate(w, SaturatedCount, -1, "", fmt.Sprintf("event counter saturated: at least %d events attempted, at least %d dropped (capacity %d, %s mode)",
+				w.Count, w.Dropped, d.meta.Capacity, d.meta.Mode))
+		}
+		switch {
+		case w.Dropped > 0 && w.CountSaturated:
+			d.violate(w, DroppedEvents, -1, "", fmt.Sprintf("at least %d of at least %d events dropped (capacity %d, %s mode, event counter saturated)", w.Dropped, w.Count, d.meta.Capacity, d.meta.Mode))
+		case w.Dropped > 0:
 			d.violate(w, DroppedEvents, -1, "", fmt.Sprintf("%d of %d events dropped (capacity %d, %s mode)", w.Dropped, w.Count, d.meta.Capacity, d.meta.Mode))
 		}
 		if !w.Finished {
@@ -401,6 +454,12 @@ func (d *Decoder) Next(w *Warp) error {
 	d.sum.Attempted += w.Count
 	d.sum.Dropped += w.Dropped
 	d.sum.Trimmed += uint64(w.Trimmed)
+	if w.LanesDiverged {
+		d.sum.LanesDiverged++
+	}
+	if w.CountSaturated {
+		d.sum.CountSaturated++
+	}
 	d.sum.Ranges += uint64(len(w.Ranges))
 	d.sum.Marks += uint64(len(w.Marks))
 	for _, v := range w.Violations {
@@ -436,11 +495,8 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 	backward := false
 	switch {
 	case h.Finished():
-		n := min(h.Count, capa)
-		first := uint32(0)
-		if d.wrap && h.Count > capa {
-			first, backward = h.Count%capa, true
-		}
+		var first, n uint32
+		first, n, backward = d.ringSpan(h)
 		if b, err = d.readRing(w.Slot, first, n); err != nil {
 			return nil, err
 		}

@@ -152,6 +152,8 @@ func TestValidate(t *testing.T) {
 		wantErr  []trace.ViolationKind // kinds errors.Is must find
 		wantNone []trace.ViolationKind
 		clean    bool
+		// warps the summary counts with diverged lanes, a saturated count
+		diverged, saturated uint64
 	}{
 		{
 			name: "clean",
@@ -197,6 +199,44 @@ func TestValidate(t *testing.T) {
 			opt: trace.Options{Strict: true}, wantErr: []trace.ViolationKind{trace.NotFinished}, wantNone: []trace.ViolationKind{trace.UnclosedRange},
 		},
 		{
+			name: "diverged lanes are data when lenient",
+			build: func(l *emu.Launch) {
+				l.Warp([3]uint32{}, 0).Push("a", 0, 1e9).Pop(1e9 + 5).LanesDiverged = true
+			},
+			clean: true, diverged: 1,
+		},
+		{
+			name: "diverged lanes are violations when strict",
+			build: func(l *emu.Launch) {
+				l.Warp([3]uint32{}, 0).Push("a", 0, 1e9).Pop(1e9 + 5).LanesDiverged = true
+			},
+			opt: trace.Options{Strict: true}, wantErr: []trace.ViolationKind{trace.DivergedLanes},
+			wantNone: []trace.ViolationKind{trace.SaturatedCount, trace.DroppedEvents}, diverged: 1,
+		},
+		{
+			name: "a saturated count is data when lenient",
+			build: func(l *emu.Launch) {
+				w := l.Warp([3]uint32{}, 0)
+				for i := 0; i < 20; i++ {
+					w.Mark("m", 0, 1e9+uint64(i))
+				}
+				w.SaturateAt = 12
+			},
+			clean: true, saturated: 1,
+		},
+		{
+			name: "a saturated count is a violation when strict",
+			build: func(l *emu.Launch) {
+				w := l.Warp([3]uint32{}, 0)
+				for i := 0; i < 20; i++ {
+					w.Mark("m", 0, 1e9+uint64(i))
+				}
+				w.SaturateAt = 12
+			},
+			opt: trace.Options{Strict: true}, wantErr: []trace.ViolationKind{trace.SaturatedCount, trace.DroppedEvents},
+			wantNone: []trace.ViolationKind{trace.DivergedLanes}, saturated: 1,
+		},
+		{
 			name: "pairing",
 			build: func(l *emu.Launch) {
 				l.Warp([3]uint32{}, 0).Push("a", 0, 1e9).PopNamed("m", 1e9+1).End("a", 3, 1e9+2)
@@ -209,6 +249,11 @@ func TestValidate(t *testing.T) {
 			l := &emu.Launch{Kernel: "k", Block: [3]uint32{64, 1, 1}, Capacity: 8, Names: emu.MustNames("RANGE a", "MARK m")}
 			tt.build(l)
 			sum, err := trace.Validate(capture(t, l).Launch(0), tt.opt)
+			// The header's exit flags are counted in both modes.
+			if sum.LanesDiverged != tt.diverged || sum.CountSaturated != tt.saturated {
+				t.Errorf("summary counts %d warps with diverged lanes and %d saturated, want %d and %d",
+					sum.LanesDiverged, sum.CountSaturated, tt.diverged, tt.saturated)
+			}
 			if tt.clean {
 				if err != nil {
 					t.Fatalf("Validate: %v", err)
@@ -282,7 +327,9 @@ func TestWarpErrors(t *testing.T) {
 	}{
 		{"magic", func(b []byte) { b[slotOff(1)] = 0x42 }, "launch 0 warp 1 at offset %d: header magic 0x57454b42, want 0x57454b49 (started) or 0 (never ran)"},
 		{"slot", func(b []byte) { b[slotOff(1)+20] = 2 }, "launch 0 warp 1 at offset %d: header names cta (0,0,0) warp 2, which is slot 2"},
-		{"flags", func(b []byte) { b[slotOff(1)+60] = 0x12 }, "launch 0 warp 1 at offset %d: header flags 0x12: want bit 0 (started) set and only bits 0-1"},
+		{"flags", func(b []byte) { b[slotOff(1)+60] = 0x12 }, "launch 0 warp 1 at offset %d: header flags 0x12: want bit 0 (started) set and only bits 0-3 and 16-28"},
+		{"flag-bit-4", func(b []byte) { b[slotOff(1)+60] = 0x13 }, "launch 0 warp 1 at offset %d: header flags 0x13: want bit 0 (started) set and only bits 0-3 and 16-28"},
+		{"exit-flags-unfinished", func(b []byte) { b[slotOff(1)+60] = 0x0d }, "launch 0 warp 1 at offset %d: header flags 0xd: bit 2 or 3 on a warp that did not finish"},
 		{"anchors", func(b []byte) { clear(b[slotOff(1)+48 : slotOff(1)+56]) }, "launch 0 warp 1 at offset %d: end clock"},
 	}
 	for _, tt := range tests {

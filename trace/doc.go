@@ -7,8 +7,11 @@
 // one launch into [Warp] values warp by warp, with cycles unwrapped and
 // converted to ns by a per-SM [ClockFit], ranges paired ([Range]), marks
 // ([Mark]), drops counted and every pairing problem reported as a
-// [Violation]. Memory stays proportional to one warp's buffer plus a small
-// per-SM index, whatever the capture's size.
+// [Violation]. The flags the device sets at a warp's exit (its lanes
+// recorded different numbers of events, its event counter saturated) are
+// data on the [Warp] and in the [Summary], and violations in strict mode.
+// Memory stays proportional to one warp's buffer plus a small per-SM index,
+// whatever the capture's size.
 //
 // Typical use:
 //

@@ -110,7 +110,7 @@ func decodeCapture(data []byte) (*trace.Capture, error) {
 func decodeSeeds(tb testing.TB) [][]byte {
 	var seeds [][]byte
 	for _, mode := range []trace.Mode{trace.ModeStop, trace.ModeWrap} {
-		l := &emu.Launch{Kernel: "fuzz", Grid: [3]uint32{3, 1, 1}, Block: [3]uint32{32, 1, 1}, Capacity: fuzzCapacity,
+		l := &emu.Launch{Kernel: "fuzz", Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{32, 1, 1}, Capacity: fuzzCapacity,
 			Mode: mode, Names: emu.MustNames("RANGE a", "RANGE b", "MARK m", "ROLE r")}
 		l.Warp([3]uint32{0, 0, 0}, 0).Role("r", 1e9).Push("a", 1, 1e9+10).Push("b", 2, 1e9+20).Pop(1e9+30).Pop(1e9+40).Mark("m", 3, 1e9+50)
 		w := l.Warp([3]uint32{1, 0, 0}, 0).Start("a", 1, 1e9).Start("a", 1, 1e9+5).End("a", 1, 1e9+6)
@@ -119,6 +119,12 @@ func decodeSeeds(tb testing.TB) [][]byte {
 		}
 		u := l.Warp([3]uint32{2, 0, 0}, 0).Push("a", 0, 1e9).Pop(1e9 + 4_294_967_296)
 		u.Unfinished = true
+		// The exit flags: lanes that disagreed, a saturated count.
+		x := l.Warp([3]uint32{3, 0, 0}, 0)
+		for i := 0; i < 12; i++ {
+			x.Push("a", uint16(i), 1e9+uint64(i)*10).Pop(1e9 + 5 + uint64(i)*10)
+		}
+		x.LanesDiverged, x.SaturateAt = true, 10
 		data, err := l.Capture()
 		if err != nil {
 			tb.Fatal(err)

@@ -51,18 +51,25 @@ func (r Record) Clock() uint32 { return uint32(r) }
 
 // Sizes of the device layout.
 const (
-	RecordSize      = 8
-	WarpHeaderSize  = 64
-	WarpMagic       = 0x57454b49 // "IKEW"
-	FlagStarted     = 1
-	FlagFinished    = 2
-	FlagRoleShift   = 16     // bits 16-28 of the flags hold the role id
-	FlagRoleMask    = 0x1fff // after the shift
-	MaxNames        = 8191
-	FormatVersion   = 1
-	StopMask        = 0xffffffff
-	MaxCapacity     = 1 << 30
-	nameTableHeader = "iket-names 1"
+	RecordSize     = 8
+	WarpHeaderSize = 64
+	WarpMagic      = 0x57454b49 // "IKEW"
+	FlagStarted    = 1
+	FlagFinished   = 2
+	// FlagLanesDiverged (bit 2, set at exit): lanes that left the kernel
+	// together had recorded different numbers of events, so records may
+	// have been overwritten.
+	FlagLanesDiverged = 4
+	// FlagCountSaturated (bit 3, set at exit): the warp's cursor reached
+	// its limit, so the count is a lower bound.
+	FlagCountSaturated = 8
+	FlagRoleShift      = 16     // bits 16-28 of the flags hold the role id
+	FlagRoleMask       = 0x1fff // after the shift
+	MaxNames           = 8191
+	FormatVersion      = 1
+	StopMask           = 0xffffffff
+	MaxCapacity        = 1 << 30
+	nameTableHeader    = "iket-names 1"
 )
 
 // Stride returns the bytes one warp slot takes for a capacity.
@@ -92,6 +99,14 @@ func (h *WarpHeader) Role() uint16 { return uint16(h.Flags>>FlagRoleShift) & Fla
 
 // Finished reports whether the warp left the kernel normally.
 func (h *WarpHeader) Finished() bool { return h.Flags&FlagFinished != 0 }
+
+// LanesDiverged reports whether the lanes that left the kernel together had
+// recorded different numbers of events ([FlagLanesDiverged]).
+func (h *WarpHeader) LanesDiverged() bool { return h.Flags&FlagLanesDiverged != 0 }
+
+// CountSaturated reports whether the warp's event counter saturated, so
+// Count is a lower bound ([FlagCountSaturated]).
+func (h *WarpHeader) CountSaturated() bool { return h.Flags&FlagCountSaturated != 0 }
 
 // DecodeWarpHeader decodes b, which must hold at least 64 bytes.
 func DecodeWarpHeader(b []byte, h *WarpHeader) {

@@ -33,7 +33,7 @@ type script struct {
 //
 //	launch capacity=4 mode=wrap warps=2 [ctas=1] [strict] [trim]
 //	name RANGE load
-//	warp SLOT [sm=N] [unfinished] [never] [start=C] [end=C]
+//	warp SLOT [sm=N] [unfinished] [never] [start=C] [end=C] [diverged] [saturate=N]
 //	push NAME PAYLOAD @C | pop [NAME] @C | start NAME PAYLOAD @C
 //	end NAME PAYLOAD @C | mark NAME PAYLOAD @C | role NAME @C
 //	raw KIND ID PAYLOAD @C
@@ -125,7 +125,9 @@ func parseScript(text string) (*script, error) {
 					w.Unfinished = true
 				case "never":
 					w.NeverStarted = true
-				case "sm", "start", "end":
+				case "diverged":
+					w.LanesDiverged = true
+				case "sm", "start", "end", "saturate":
 					n, err := num(v)
 					if err != nil {
 						return nil, err
@@ -135,6 +137,8 @@ func parseScript(text string) (*script, error) {
 						w.SM = uint32(n)
 					case "start":
 						w.StartCycle = base + n
+					case "saturate":
+						w.SaturateAt = uint32(n)
 					default:
 						w.EndCycle = base + n
 					}
@@ -224,8 +228,17 @@ func render(t *testing.T, c *trace.Capture, opt trace.Options) string {
 		if w.Role != 0 {
 			role = m.NameText(w.Role)
 		}
-		fmt.Fprintf(&b, "warp %d sm %d cta %d,%d,%d warp %d finished=%v role=%s count=%d stored=%d dropped=%d trimmed=%d\n",
-			w.Slot, w.SM, w.CTA[0], w.CTA[1], w.CTA[2], w.Warp, w.Finished, role, w.Count, w.Stored, w.Dropped, w.Trimmed)
+		// A saturated count and its drops are lower bounds.
+		eq := "="
+		if w.CountSaturated {
+			eq = ">="
+		}
+		fmt.Fprintf(&b, "warp %d sm %d cta %d,%d,%d warp %d finished=%v role=%s count%s%d stored=%d dropped%s%d trimmed=%d",
+			w.Slot, w.SM, w.CTA[0], w.CTA[1], w.CTA[2], w.Warp, w.Finished, role, eq, w.Count, w.Stored, eq, w.Dropped, w.Trimmed)
+		if w.LanesDiverged {
+			b.WriteString(" lanes-diverged")
+		}
+		b.WriteString("\n")
 		// The warp's span must hold its events: First <= events <= Last.
 		for _, e := range w.Events {
 			if e.Time() < w.First || e.Time() > w.Last {
@@ -263,6 +276,9 @@ func render(t *testing.T, c *trace.Capture, opt trace.Options) string {
 	sort.Strings(kinds)
 	fmt.Fprintf(&b, "summary warps=%d started=%d finished=%d stored=%d attempted=%d dropped=%d trimmed=%d ranges=%d marks=%d warp-errors=%d violations=[%s]\n",
 		s.Warps, s.Started, s.Finished, s.Stored, s.Attempted, s.Dropped, s.Trimmed, s.Ranges, s.Marks, s.WarpErrors, strings.Join(kinds, " "))
+	if s.LanesDiverged != 0 || s.CountSaturated != 0 {
+		fmt.Fprintf(&b, "summary lanes-diverged=%d count-saturated=%d\n", s.LanesDiverged, s.CountSaturated)
+	}
 	return b.String()
 }
 

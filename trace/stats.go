@@ -85,13 +85,19 @@ type WarpDrops struct {
 	Count   uint64 `json:"count"` // events attempted
 	Stored  int    `json:"stored"`
 	Dropped uint64 `json:"dropped"`
+	// AtLeast: the warp's event counter saturated ([Warp.CountSaturated]),
+	// so Count and Dropped are lower bounds.
+	AtLeast bool `json:"at_least,omitempty"`
 }
 
 // Drops sums the events lost to full buffers.
 type Drops struct {
-	Total     uint64      `json:"total"`
-	Attempted uint64      `json:"attempted"`
-	Warps     []WarpDrops `json:"warps,omitempty"` // in slot order
+	Total     uint64 `json:"total"`
+	Attempted uint64 `json:"attempted"`
+	// AtLeast: some warp's event counter saturated, so Total and Attempted
+	// are lower bounds.
+	AtLeast bool        `json:"at_least,omitempty"`
+	Warps   []WarpDrops `json:"warps,omitempty"` // in slot order
 }
 
 // Worst returns the warp that dropped the most events (the first such one),
@@ -134,7 +140,7 @@ type groupAcc struct {
 // memory is bounded by the range durations per (role, range) (at most
 // [ExactDurations] each, then a fixed-size histogram), the ranges of one
 // CTA, a few numbers per CTA and name pair (see [Analyzer.Overlap]) and one
-// entry per warp that dropped events. The query methods may be called at any
+// entry per warp that dropped events (or whose count saturated). The query methods may be called at any
 // time and account every warp added so far. An Analyzer is not safe for
 // concurrent use.
 type Analyzer struct {
@@ -186,9 +192,10 @@ func (a *Analyzer) Add(w *Warp) {
 	}
 	a.start++
 	ref := refOf(w)
-	if w.Dropped > 0 {
-		a.drops.Warps = append(a.drops.Warps, WarpDrops{WarpRef: ref, Count: w.Count, Stored: w.Stored, Dropped: w.Dropped})
+	if w.Dropped > 0 || w.CountSaturated {
+		a.drops.Warps = append(a.drops.Warps, WarpDrops{WarpRef: ref, Count: w.Count, Stored: w.Stored, Dropped: w.Dropped, AtLeast: w.CountSaturated})
 	}
+	a.drops.AtLeast = a.drops.AtLeast || w.CountSaturated
 	a.drops.Total += w.Dropped
 	a.drops.Attempted += w.Count
 	a.cta.add(w)

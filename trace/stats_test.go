@@ -44,6 +44,7 @@ type tw struct {
 	first, last int64
 	ranges      []rng
 	dropped     uint64
+	saturated   bool // the warp's count saturated: Count and Dropped are lower bounds
 	notStarted  bool
 	flags       RangeFlags // applied to every range
 }
@@ -54,7 +55,7 @@ func mkWarp(t testing.TB, d tw) *Warp {
 	w := &Warp{
 		Slot: d.cta*4 + uint64(d.warp), SM: uint32(d.cta), CTA: [3]uint32{uint32(d.cta), 0, 0},
 		Warp: d.warp, CTALinear: d.cta, Role: d.role, Started: !d.notStarted, Finished: !d.notStarted,
-		First: d.first, Last: d.last, Dropped: d.dropped,
+		First: d.first, Last: d.last, Dropped: d.dropped, CountSaturated: d.saturated,
 	}
 	w.Stored = 2 * len(d.ranges)
 	w.Count = uint64(w.Stored) + d.dropped
@@ -311,6 +312,19 @@ func TestDrops(t *testing.T) {
 	}
 	if _, ok := (&Drops{}).Worst(); ok {
 		t.Error("Worst of no drops reports one")
+	}
+
+	// A saturated count makes the drops lower bounds.
+	a = analyze(t, testMeta(t),
+		tw{cta: 0, warp: 0, first: 0, last: 1, dropped: 5},
+		tw{cta: 0, warp: 1, first: 0, last: 1, dropped: 7, saturated: true},
+	)
+	want = Drops{Total: 12, Attempted: 12, AtLeast: true, Warps: []WarpDrops{
+		{WarpRef: ref(0, 0), Count: 5, Dropped: 5},
+		{WarpRef: ref(0, 1), Count: 7, Dropped: 7, AtLeast: true},
+	}}
+	if diff := cmp.Diff(want, a.Drops()); diff != "" {
+		t.Errorf("saturated Drops (-want +got):\n%s", diff)
 	}
 }
 

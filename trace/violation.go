@@ -7,7 +7,7 @@ import (
 )
 
 // numViolationKinds bounds the kinds, for per-kind counters.
-const numViolationKinds = int(UnorderedRecords) + 1
+const numViolationKinds = int(SaturatedCount) + 1
 
 // Error makes a kind usable as an errors.Is target:
 // errors.Is(err, trace.PopMismatch) reports whether err holds a pop mismatch.

@@ -92,10 +92,21 @@ type Warp struct {
 	Started  bool
 	Finished bool
 	// Count is the events attempted; Stored are in Events; Dropped = Count -
-	// Stored (exact; 0 when Count <= capacity).
+	// Stored (exact, 0 when Count <= capacity, unless CountSaturated).
 	Count   uint64
 	Stored  int
 	Dropped uint64
+	// CountSaturated: the warp's event counter saturated (header flag bit
+	// 3), so Count and Dropped are lower bounds: at least Count events were
+	// attempted and at least Dropped of them are missing. In wrap mode the
+	// ring slots the saturated cursor kept overwriting are left out of
+	// Stored (their order is unknown).
+	CountSaturated bool
+	// LanesDiverged: lanes of the warp that left the kernel together had
+	// recorded different numbers of events (header flag bit 2), so some
+	// records may have been overwritten by others. The warp is decoded as
+	// usual; in strict mode it also has a [DivergedLanes] violation.
+	LanesDiverged bool
 	// Trimmed is how many of the Stored events [Options.TrimCommonWindow]
 	// left out of Events (they fell before the launch's common window).
 	Trimmed int
@@ -125,10 +136,19 @@ const (
 	// filled its ring; count was never written, so the oldest record is
 	// unknown and the events cannot be ordered. They are not decoded.
 	UnorderedRecords
+	// DivergedLanes (strict mode only): the warp's lanes recorded different
+	// numbers of events, so records may have been overwritten
+	// ([Warp.LanesDiverged]).
+	DivergedLanes
+	// SaturatedCount (strict mode only): the warp's event counter
+	// saturated, so its count and drops are lower bounds
+	// ([Warp.CountSaturated]).
+	SaturatedCount
 )
 
 var violationNames = [...]string{"", "pop-empty", "pop-mismatch", "unclosed", "end-unknown",
-	"unknown-name", "wrong-name-kind", "bad-record", "not-finished", "dropped", "unordered"}
+	"unknown-name", "wrong-name-kind", "bad-record", "not-finished", "dropped", "unordered",
+	"lanes-diverged", "count-saturated"}
 
 func (k ViolationKind) String() string {
 	if int(k) < len(violationNames) && k > 0 {

@@ -9,6 +9,8 @@
 // exactly as docs/FORMAT.md says (stop mode: events past the capacity hit the
 // scratch slot and are only counted; wrap mode: a ring; records keep the low
 // 32 bits of the clock; anchors are taken when the emulated globaltimer
-// ticks) and wraps them with trace.WriteCapture. [ProducerConsumer] builds a
+// ticks; the exit flags for lanes that disagreed and a saturated count on
+// request: [Warp.LanesDiverged], [Warp.SaturateAt]) and wraps them with
+// trace.WriteCapture. [ProducerConsumer] builds a
 // warp-specialised launch for tests of analysis and exporters.
 package emu

@@ -107,6 +107,20 @@ type Warp struct {
 	NoHeaderRole bool
 	// NeverStarted leaves the slot zero, as for a warp that never ran.
 	NeverStarted bool
+	// LanesDiverged sets header flag bit 2 at exit, as the device does when
+	// the lanes leaving the kernel together had recorded different numbers
+	// of events. The records stay as scripted (script overwritten records
+	// with [Warp.Raw] if a test needs them). Not allowed on an Unfinished
+	// warp: the flag is set at exit.
+	LanesDiverged bool
+	// SaturateAt, when not 0, is the event number at which the warp's
+	// cursor reaches its limit (the device's is about 2^29 records; tests
+	// use small numbers). Events from that one on are written at the
+	// saturated cursor: in wrap mode they overwrite slot SaturateAt mod
+	// capacity; in stop mode slot SaturateAt when it is inside the buffer,
+	// else the scratch slot like every dropped event. A finished warp that
+	// reached the limit has count SaturateAt and header flag bit 3 set.
+	SaturateAt uint32
 
 	l      *Launch
 	events []rec
@@ -297,6 +311,9 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 	if w.err != nil {
 		return w.err
 	}
+	if w.Unfinished && w.LanesDiverged {
+		return fmt.Errorf("warp %d: lanes diverged on an unfinished warp (the flag is set at exit)", w.Slot)
+	}
 	ck := l.Clock(w.SM)
 	if !(ck.MHz > 0) {
 		return fmt.Errorf("warp %d: sm %d clock of %g MHz", w.Slot, w.SM, ck.MHz)
@@ -335,10 +352,15 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 	capa := uint64(l.Capacity)
 	recs := b[trace.WarpHeaderSize:]
 	wrap := l.mode() == trace.ModeWrap
+	sat := uint64(w.SaturateAt)
 	for i, e := range ev {
-		idx := min(uint64(i), capa)
+		pos := uint64(i) // the cursor, in records
+		if sat != 0 {
+			pos = min(pos, sat)
+		}
+		idx := min(pos, capa) // capa: the scratch slot
 		if wrap {
-			idx = uint64(i) % capa
+			idx = pos % capa
 		}
 		r := trace.MakeRecord(e.kind, e.name, e.payload, uint32(e.cycle))
 		binary.LittleEndian.PutUint64(recs[idx*trace.RecordSize:], uint64(r))
@@ -360,6 +382,13 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 		h.EndGlobaltimer, h.EndClock = ck.anchor(end, jitter(w.Slot, 2, ck.JitterCycles))
 		h.Count = uint32(len(ev))
 		h.Flags |= trace.FlagFinished
+		if sat != 0 && uint64(len(ev)) >= sat {
+			h.Count = w.SaturateAt
+			h.Flags |= trace.FlagCountSaturated
+		}
+		if w.LanesDiverged {
+			h.Flags |= trace.FlagLanesDiverged
+		}
 	}
 	trace.EncodeWarpHeader(b, &h)
 	return nil

@@ -32,11 +32,12 @@ func slot(t *testing.T, data []byte, s int) (trace.WarpHeader, []trace.Record) {
 	return h, recs
 }
 
-func marks(l *emu.Launch, n int) {
+func marks(l *emu.Launch, n int) *emu.Warp {
 	w := l.Warp([3]uint32{}, 0)
 	for i := 0; i < n; i++ {
 		w.Mark("m", uint16(i), 5_000_000_000+uint64(i)*1000)
 	}
+	return w
 }
 
 func TestLayout(t *testing.T) {
@@ -44,21 +45,39 @@ func TestLayout(t *testing.T) {
 	rec := func(i int) trace.Record {
 		return trace.MakeRecord(trace.KindMark, 1, uint16(i), uint32(5_000_000_000+uint64(i)*1000))
 	}
+	const done = trace.FlagStarted | trace.FlagFinished
 	tests := []struct {
 		name  string
 		mode  trace.Mode
 		n     int
+		set   func(w *emu.Warp)
 		want  []trace.Record // capacity 4 records + scratch
 		count uint32
+		flags uint32
 	}{
-		{"stop partial", trace.ModeStop, 2, []trace.Record{rec(0), rec(1), 0, 0, 0}, 2},
-		{"stop overflow hits scratch", trace.ModeStop, 7, []trace.Record{rec(0), rec(1), rec(2), rec(3), rec(6)}, 7},
-		{"wrap ring keeps newest", trace.ModeWrap, 6, []trace.Record{rec(4), rec(5), rec(2), rec(3), 0}, 6},
+		{"stop partial", trace.ModeStop, 2, nil, []trace.Record{rec(0), rec(1), 0, 0, 0}, 2, done},
+		{"stop overflow hits scratch", trace.ModeStop, 7, nil, []trace.Record{rec(0), rec(1), rec(2), rec(3), rec(6)}, 7, done},
+		{"wrap ring keeps newest", trace.ModeWrap, 6, nil, []trace.Record{rec(4), rec(5), rec(2), rec(3), 0}, 6, done},
+		{"lanes diverged", trace.ModeStop, 2, func(w *emu.Warp) { w.LanesDiverged = true },
+			[]trace.Record{rec(0), rec(1), 0, 0, 0}, 2, done | trace.FlagLanesDiverged},
+		{"stop saturated past the buffer", trace.ModeStop, 7, func(w *emu.Warp) { w.SaturateAt = 5 },
+			[]trace.Record{rec(0), rec(1), rec(2), rec(3), rec(6)}, 5, done | trace.FlagCountSaturated},
+		{"stop saturated inside the buffer", trace.ModeStop, 6, func(w *emu.Warp) { w.SaturateAt = 2 },
+			[]trace.Record{rec(0), rec(1), rec(5), 0, 0}, 2, done | trace.FlagCountSaturated},
+		{"wrap saturated overwrites one slot", trace.ModeWrap, 9, func(w *emu.Warp) { w.SaturateAt = 6 },
+			[]trace.Record{rec(4), rec(5), rec(8), rec(3), 0}, 6, done | trace.FlagCountSaturated},
+		{"limit not reached", trace.ModeWrap, 5, func(w *emu.Warp) { w.SaturateAt = 6 },
+			[]trace.Record{rec(4), rec(1), rec(2), rec(3), 0}, 5, done},
+		{"limit reached by the last event", trace.ModeWrap, 6, func(w *emu.Warp) { w.SaturateAt = 6 },
+			[]trace.Record{rec(4), rec(5), rec(2), rec(3), 0}, 6, done | trace.FlagCountSaturated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := &emu.Launch{Kernel: "k", Block: [3]uint32{32, 1, 1}, Capacity: 4, Mode: tt.mode, Names: names}
-			marks(l, tt.n)
+			w := marks(l, tt.n)
+			if tt.set != nil {
+				tt.set(w)
+			}
 			data, err := l.Capture()
 			if err != nil {
 				t.Fatal(err)
@@ -67,7 +86,7 @@ func TestLayout(t *testing.T) {
 			if diff := cmp.Diff(tt.want, recs); diff != "" {
 				t.Errorf("records (-want +got):\n%s", diff)
 			}
-			if h.Count != tt.count || h.Flags != trace.FlagStarted|trace.FlagFinished || h.Magic != trace.WarpMagic {
+			if h.Count != tt.count || h.Flags != tt.flags || h.Magic != trace.WarpMagic {
 				t.Errorf("header %+v", h)
 			}
 			// Records keep the low 32 bits of the clock (5e9 > 2^32).
@@ -120,6 +139,10 @@ func TestErrors(t *testing.T) {
 			w.StartCycle = 1e9
 		}, "precedes the start anchor"},
 		{"wrap capacity", func(l *emu.Launch) { l.Mode, l.Capacity = trace.ModeWrap, 6 }, "power-of-two"},
+		{"lanes diverged unfinished", func(l *emu.Launch) {
+			w := l.Warp([3]uint32{}, 0).Mark("m", 0, 1e9)
+			w.Unfinished, w.LanesDiverged = true, true
+		}, "lanes diverged on an unfinished warp"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
