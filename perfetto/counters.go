@@ -20,7 +20,7 @@ const roleShared = math.MaxUint16
 // (a warp inside nested ranges of one name counts once); and, when warps
 // dropped events, the cumulative dropped events. It also feeds the launch
 // summary.
-func (w *Writer) ctaCounters(ctaID uint64) {
+func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
 	c := &w.cta
 	c.drops = c.drops[:0]
 	c.keys = c.keys[:0] // the CTA's keys; n = index
@@ -101,7 +101,7 @@ func (w *Writer) ctaCounters(ctaID uint64) {
 			j++
 		}
 		key := c.keys[ki].key
-		id := trackUUID(kindCTACounter, w.li, c.linear, uint64(key))
+		id := w.slotTrack(ctaSlot, subCounter+ki) // ki < maxPackedKeys
 		w.sc = appendKeyName(w.sc[:0], w.lm, key)
 		w.track(id, ctaID, rank, true, false, true, w.sc, "")
 		rank++
@@ -127,7 +127,7 @@ func (w *Writer) ctaCounters(ctaID uint64) {
 	}
 	if len(c.drops) > 0 {
 		slices.SortFunc(c.drops, cmpDeltaTime)
-		id := trackUUID(kindCTADrops, w.li, c.linear, 0)
+		id := w.slotTrack(ctaSlot, subDrops)
 		w.track(id, ctaID, -2000, true, false, true, []byte("dropped events"), "cumulative events the CTA's warps attempted but did not store")
 		var total int64
 		for k := 0; k < len(c.drops); {

@@ -132,13 +132,17 @@ func (w *Writer) flushCTA() error {
 			w.launchT0, w.haveT0 = t, true
 		}
 	}
-	smID := trackUUID(kindSM, w.li, uint64(first.sm), 0)
-	if _, ok := w.smDone[first.sm]; !ok {
-		w.smDone[first.sm] = struct{}{}
+	smID, ok := w.smTracks[first.sm]
+	if !ok {
+		smID = w.launchTrack(bSM, uint64(first.sm))
+		w.smTracks[first.sm] = smID
 		w.sc = append(append(w.sc[:0], "SM "...), appendUint(nil, uint64(first.sm))...)
 		w.track(smID, w.launchID, int32(min(first.sm, math.MaxInt32)), true, true, false, w.sc, "")
 	}
-	ctaID := trackUUID(kindCTA, w.li, c.linear, 0)
+	// The CTA's tracks are named after its first warp's slot: slots
+	// strictly increase, so no other CTA has it.
+	ctaSlot := first.slot
+	ctaID := w.slotTrack(ctaSlot, subCTA)
 	w.sc = append(w.sc[:0], "CTA "...)
 	w.sc = appendCTA(w.sc, first.cta, w.lm.Grid)
 	d := append(w.desc[:0], "CTA "...)
@@ -156,7 +160,7 @@ func (w *Writer) flushCTA() error {
 	w.desc = append(d, " started warps"...)
 	w.trackDesc(ctaID, smID, int32(min(c.linear, math.MaxInt32)), true, true, false, w.sc, "", w.desc)
 	if w.opt.Counters {
-		w.ctaCounters(ctaID)
+		w.ctaCounters(ctaID, ctaSlot)
 	}
 	for i := range c.warps {
 		v := c.view(i)
@@ -197,7 +201,7 @@ func (w *Writer) writeWarp(ctaID uint64, v *warpView, flowHeads []int32) (err er
 			w.flushOut(false)
 		}
 	}()
-	warpID := trackUUID(kindWarp, w.li, in.slot, 0)
+	warpID := w.slotTrack(in.slot, 0)
 	w.sc = append(w.sc[:0], "warp "...)
 	w.sc = appendUint(w.sc, uint64(in.warp))
 	if in.role != 0 {
@@ -216,7 +220,7 @@ func (w *Writer) writeWarp(ctaID uint64, v *warpView, flowHeads []int32) (err er
 	w.trackDesc(warpID, ctaID, int32(min(in.warp, math.MaxInt32)), true, true, false, w.sc, "", w.desc)
 	w.lane = w.lane[:0]
 	for l := range nl {
-		id := trackUUID(kindLane, w.li, in.slot, uint64(l)+1)
+		id := w.slotTrack(in.slot, uint64(l)+1)
 		w.lane = append(w.lane, id)
 		w.sc = append(w.sc[:0], "async lane "...)
 		w.sc = appendUint(w.sc, uint64(l))

@@ -123,7 +123,7 @@ func (w *Writer) writeSummary() {
 		if lo < 0 {
 			continue
 		}
-		id := trackUUID(kindSummary, w.li, uint64(k), 0)
+		id := w.launchTrack(bSummary, uint64(k))
 		w.sc = append(w.sc[:0], "avg "...)
 		w.sc = appendKeyName(w.sc, w.lm, k)
 		w.track(id, w.launchID, int32(-1_000_000+i), true, false, true, w.sc, desc)

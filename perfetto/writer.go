@@ -85,7 +85,8 @@ type Writer struct {
 	sc    []byte // scratch strings
 	desc  []byte // scratch track descriptions
 
-	tracks   map[uint64]struct{}
+	gpus     map[uint64]string   // GPU track uuids written, with their device uuid
+	overflow map[uint64]struct{} // uuids of tracks hashed by overflowTrack
 	launches map[int]struct{}
 	stats    Stats
 	closed   bool
@@ -102,8 +103,8 @@ type Writer struct {
 	gpuID    uint64
 	haveSlot bool
 	lastSlot uint64
-	smDone   map[uint32]struct{}
-	launchT0 int64 // earliest time seen in the launch
+	smTracks map[uint32]uint64 // SM id -> track uuid, for the SMs written
+	launchT0 int64             // earliest time seen in the launch
 	haveT0   bool
 	problems []string
 
@@ -125,7 +126,7 @@ func NewWriter(w io.Writer, opt Options) *Writer {
 	}
 	return &Writer{
 		out: w, opt: opt,
-		tracks:   make(map[uint64]struct{}),
+		gpus:     make(map[uint64]string),
 		launches: make(map[int]struct{}),
 		nextFlow: 1,
 		ts:       tsCache{hi: math.MaxUint64},
@@ -204,7 +205,7 @@ func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchM
 	}
 	clear(w.interned)
 	w.haveSlot, w.haveT0 = false, false
-	w.smDone = make(map[uint32]struct{})
+	w.smTracks = make(map[uint32]uint64)
 	w.problems = w.problems[:0]
 	w.cta.reset()
 	w.sum.reset(w.opt.SummaryBins)
@@ -225,15 +226,19 @@ func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchM
 	w.emitPacket()
 
 	var dev *trace.Device
-	if meta != nil {
-		dev = meta.Device
+	devUUID := "\x00none"
+	if meta != nil && meta.Device != nil {
+		dev, devUUID = meta.Device, meta.Device.UUID
 	}
-	w.gpuID = trackUUID(kindGPU, 0, gpuKey(dev), 0)
-	if _, ok := w.tracks[w.gpuID]; !ok {
+	w.gpuID = gpuTrack(gpuKey(dev))
+	if u, ok := w.gpus[w.gpuID]; !ok {
+		w.gpus[w.gpuID] = devUUID
 		name, desc := describeGPU(dev)
 		w.track(w.gpuID, 0, 0, true, true, false, []byte(name), desc)
+	} else if u != devUUID {
+		return w.fail(fmt.Errorf("begin launch %d: devices %q and %q hash to one GPU track uuid %#x", launchIndex, u, devUUID, w.gpuID))
 	}
-	w.launchID = trackUUID(kindLaunch, launchIndex, 0, 0)
+	w.launchID = w.launchTrack(bLaunch, 0)
 	w.track(w.launchID, w.gpuID, int32(launchIndex), true, true, false,
 		[]byte(fmt.Sprintf("launch %d · %s", launchIndex, l.Kernel)), describeLaunch(l, &info))
 	return w.err
@@ -396,7 +401,7 @@ func (w *Writer) intern(b []byte, iid uint64, name func([]byte) []byte) []byte {
 	return closeLen(b, at)
 }
 
-// track writes a track descriptor packet and records its uuid.
+// track writes a track descriptor packet.
 func (w *Writer) track(uuid, parent uint64, rank int32, hasRank, explicit, counter bool, name []byte, desc string) {
 	w.trackDesc(uuid, parent, rank, hasRank, explicit, counter, name, desc, nil)
 }
@@ -407,17 +412,6 @@ func (w *Writer) trackDesc(uuid, parent uint64, rank int32, hasRank, explicit, c
 	if w.err != nil {
 		return
 	}
-	if _, dup := w.tracks[uuid]; dup {
-		w.fail(fmt.Errorf("write track %q: uuid %#x already used (hash collision)", name, uuid))
-		return
-	}
-	if parent != 0 {
-		if _, ok := w.tracks[parent]; !ok {
-			w.fail(fmt.Errorf("write track %q: parent %#x not written", name, parent))
-			return
-		}
-	}
-	w.tracks[uuid] = struct{}{}
 	w.stats.Tracks++
 	w.pk = w.pk[:0]
 	w.pk = appendVarintField(w.pk, fPktSequenceID, uint64(w.seq))
