@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // keyRunning is the summary key of "warps running" (between their start and
@@ -23,8 +25,7 @@ const roleShared = math.MaxUint16
 func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
 	c := &w.cta
 	c.drops = c.drops[:0]
-	c.keys = c.keys[:0] // the CTA's keys; n = index
-	c.packed = c.packed[:0]
+	c.keys = c.keys[:0] // the CTA's keys in order of appearance; n = index
 	var tmin int64 = math.MaxInt64
 	for i := range c.warps {
 		cw := &c.warps[i]
@@ -44,8 +45,9 @@ func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
 			c.drops = append(c.drops, delta{t: t, d: int64(in.dropped)})
 		}
 		// The warp's ranges are sorted by start: the union of each key's
-		// intervals comes out in one pass. c.open holds, per key index, the
-		// current union's end (or minInt64 when none is open).
+		// intervals comes out in one pass, in time order. c.open holds, per
+		// key index, the current union's end (or minInt64 when none is
+		// open).
 		c.open = c.open[:0]
 		for j := cw.r0; j < cw.r1; j++ {
 			r := &c.ranges[j]
@@ -60,13 +62,13 @@ func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
 				continue
 			}
 			if o.end != math.MinInt64 {
-				c.emitUnion(ki, o.start, o.end, tmin)
+				c.emitUnion(ki, i, o.start, o.end, tmin)
 			}
 			o.start, o.end = r.Start, end
 		}
 		for ki := range c.open {
 			if o := &c.open[ki]; o.end != math.MinInt64 {
-				c.emitUnion(ki, o.start, o.end, tmin)
+				c.emitUnion(ki, i, o.start, o.end, tmin)
 			}
 		}
 	}
@@ -75,60 +77,44 @@ func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
 		w.fail(fmt.Errorf("write counters of launch %d CTA %d: more than %d range keys or a span over %d ns", w.li, c.linear, maxPackedKeys, int64(1)<<packedTimeBits))
 		return
 	}
-	// Order the tracks by key (role, then name id), the same in every CTA:
-	// renumber the key indices in sorted order.
-	c.perm = c.perm[:0]
+	// Tracks in key order (role, then name id), the same in every CTA.
 	for i := range c.keys {
 		c.keys[i].n = int64(i)
 	}
 	slices.SortFunc(c.keys, func(a, b keyCount) int { return cmp.Compare(a.key, b.key) })
-	for range c.keys {
-		c.perm = append(c.perm, 0)
-	}
-	for i := range c.keys {
-		c.perm[c.keys[i].n] = uint64(i)
-	}
-	const low = 1<<(packedTimeBits+1) - 1
-	for i, p := range c.packed {
-		c.packed[i] = c.perm[p>>(packedTimeBits+1)]<<(packedTimeBits+1) | p&low
-	}
-	c.sortTmp = sortUint64(c.packed, c.sortTmp)
 	rank := int32(-1000)
-	for i := 0; i < len(c.packed); {
-		ki := c.packed[i] >> (packedTimeBits + 1)
-		j := i
-		for j < len(c.packed) && c.packed[j]>>(packedTimeBits+1) == ki {
-			j++
+	for si := range c.keys {
+		key := c.keys[si].key
+		ts := c.mergeRuns(int(c.keys[si].n))
+		if len(ts) == 0 {
+			continue
 		}
-		key := c.keys[ki].key
-		id := w.slotTrack(ctaSlot, subCounter+ki) // ki < maxPackedKeys
+		id := w.slotTrack(ctaSlot, subCounter+uint64(si)) // si < maxPackedKeys
 		w.sc = appendKeyName(w.sc[:0], w.lm, key)
 		w.track(id, ctaID, rank, true, false, true, w.sc, "")
 		rank++
+		ct := w.counterTemplate(id)
 		var v, prevT int64
-		for k := i; k < j; {
-			rel := int64(c.packed[k]>>1) & (1<<packedTimeBits - 1)
-			t := tmin + rel
+		sw := w.sum.walk(key)
+		for k := 0; k < len(ts); {
+			rel := ts[k] >> 1
+			t := tmin + int64(rel)
 			if v != 0 {
-				w.sum.add(key, prevT, t, float64(v))
+				sw.add(prevT, t, float64(v))
 			}
-			for k < j && int64(c.packed[k]>>1)&(1<<packedTimeBits-1) == rel {
-				if c.packed[k]&1 == 0 {
-					v--
-				} else {
-					v++
-				}
+			for k < len(ts) && ts[k]>>1 == rel {
+				v += int64(ts[k]&1)*2 - 1
 				k++
 			}
-			w.counter(id, t, v)
+			w.counter(&ct, t, v)
 			prevT = t
 		}
-		i = j
 	}
 	if len(c.drops) > 0 {
 		slices.SortFunc(c.drops, cmpDeltaTime)
 		id := w.slotTrack(ctaSlot, subDrops)
 		w.track(id, ctaID, -2000, true, false, true, []byte("dropped events"), "cumulative events the CTA's warps attempted but did not store")
+		ct := w.counterTemplate(id)
 		var total int64
 		for k := 0; k < len(c.drops); {
 			t := c.drops[k].t
@@ -136,20 +122,29 @@ func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
 				total += c.drops[k].d
 				k++
 			}
-			w.counter(id, t, total)
+			w.counter(&ct, t, total)
 		}
 	}
 }
 
-// Counter transitions are packed into one uint64 so that one integer sort
-// orders them by key, time, and ends before begins:
-// key index (10 bits) | time since the CTA's first range (52 bits) | begin.
+// Counter transitions are integers, (time since the CTA's first range) << 1
+// | begin, so that integer order is time order with ends before begins;
+// times must fit packedTimeBits. A CTA has at most maxPackedKeys keys (the
+// counter tracks' uuids number them in 10 bits).
 const (
 	packedTimeBits = 52
-	maxPackedKeys  = 1 << (63 - packedTimeBits - 1)
+	maxPackedKeys  = 1 << 10
 )
 
 type openUnion struct{ start, end int64 }
+
+// keyTrans holds one key's transitions in the CTA: one run per warp that
+// has the key, each sorted by time.
+type keyTrans struct {
+	t    []uint64
+	runs []int32 // start of each run in t
+	warp int     // warp of the last run
+}
 
 func (c *ctaBuf) keyIndex(key uint32) int {
 	for i := range c.keys {
@@ -158,18 +153,74 @@ func (c *ctaBuf) keyIndex(key uint32) int {
 		}
 	}
 	c.keys = append(c.keys, keyCount{key: key})
-	return len(c.keys) - 1
+	ki := len(c.keys) - 1
+	if ki == len(c.kts) {
+		c.kts = append(c.kts, keyTrans{})
+	}
+	kt := &c.kts[ki]
+	kt.t, kt.runs, kt.warp = kt.t[:0], kt.runs[:0], -1
+	return ki
 }
 
-// emitUnion adds a warp's +1 at start and -1 at end for key index ki.
-func (c *ctaBuf) emitUnion(ki int, start, end, tmin int64) {
+// emitUnion adds warp's +1 at start and -1 at end for key index ki.
+func (c *ctaBuf) emitUnion(ki, warp int, start, end, tmin int64) {
 	rs, re := start-tmin, end-tmin
 	if ki >= maxPackedKeys || rs < 0 || re >= 1<<packedTimeBits {
 		c.packedOverflow = true
 		return
 	}
-	hi := uint64(ki) << (packedTimeBits + 1)
-	c.packed = append(c.packed, hi|uint64(rs)<<1|1, hi|uint64(re)<<1)
+	kt := &c.kts[ki]
+	if kt.warp != warp {
+		kt.warp = warp
+		kt.runs = append(kt.runs, int32(len(kt.t)))
+	}
+	kt.t = append(kt.t, uint64(rs)<<1|1, uint64(re)<<1)
+}
+
+// mergeRuns merges key index ki's runs (bottom-up, in pairs) and returns
+// its transitions sorted.
+func (c *ctaBuf) mergeRuns(ki int) []uint64 {
+	kt := &c.kts[ki]
+	for len(kt.runs) > 1 {
+		src := kt.t
+		dst := slices.Grow(c.mergeTmp[:0], len(src))[:len(src)]
+		n := 0
+		for i := 0; i < len(kt.runs); i += 2 {
+			a0 := int(kt.runs[i])
+			a1, b1 := len(src), len(src)
+			if i+1 < len(kt.runs) {
+				a1 = int(kt.runs[i+1])
+				if i+2 < len(kt.runs) {
+					b1 = int(kt.runs[i+2])
+				}
+			}
+			merge2(dst[a0:b1], src[a0:a1], src[a1:b1])
+			kt.runs[n] = int32(a0)
+			n++
+		}
+		kt.runs = kt.runs[:n]
+		kt.t, c.mergeTmp = dst, src
+	}
+	return kt.t
+}
+
+// merge2 merges the sorted slices a and b into dst (len(a)+len(b) long).
+func merge2(dst, a, b []uint64) {
+	dst = dst[:len(a)+len(b)]
+	i, j, k := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		x, y := a[i], b[j]
+		if x <= y {
+			dst[k] = x
+			i++
+		} else {
+			dst[k] = y
+			j++
+		}
+		k++
+	}
+	k += copy(dst[k:], a[i:])
+	copy(dst[k:], b[j:])
 }
 
 func appendKeyName(b []byte, lm interface{ NameText(uint16) string }, key uint32) []byte {
@@ -189,19 +240,47 @@ func appendKeyName(b []byte, lm interface{ NameText(uint16) string }, key uint32
 	return append(b, lm.NameText(name)...)
 }
 
-// counter writes one integer counter sample.
-func (w *Writer) counter(track uint64, t int64, v int64) {
-	b, p0 := w.openPacket()
-	b = append(b, byte(fPktTimestamp<<3))
-	b = putVarint(b, uint64(t))
-	b = append(b, w.seqField...)
-	b, t0 := openLen(b, fPktTrackEvent)
-	b = append(b, byte(fTEType<<3), typeCounter, byte(fTETrackUUID<<3))
-	b = putVarint(b, track)
+// counterTmpl is what the samples of one counter track share after their
+// timestamp: the sequence id and the TrackEvent up to the counter_value
+// tag (type COUNTER, track_uuid), at most 22 bytes.
+type counterTmpl struct {
+	b     [32]byte
+	n     uint8 // bytes used
+	lenAt uint8 // index of the TrackEvent's length byte
+}
+
+func (w *Writer) counterTemplate(track uint64) counterTmpl {
+	var t counterTmpl
+	b := append(t.b[:0], w.seqField...)
+	t.lenAt = uint8(len(b) + 1)
+	b = append(b, byte(fPktTrackEvent<<3|2), 0, byte(fTEType<<3), typeCounter, byte(fTETrackUUID<<3))
+	b = protowire.AppendVarint(b, track)
 	b = append(b, byte(fTECounterValue<<3&0x7f|0x80), byte(fTECounterValue>>4))
-	b = putVarint(b, uint64(v))
-	w.closePacket(closeLen(b, t0), p0)
+	t.n = uint8(copy(t.b[:], b))
+	return t
+}
+
+// counter writes one integer counter sample on the track of template ct,
+// into the window past the output buffer's end (see writeEvent): the
+// packet is at most 2 + 11 + 22 + 10 bytes, so its lengths take one byte.
+func (w *Writer) counter(ct *counterTmpl, t int64, v int64) {
+	b := w.buf
+	if w.opt.Compress {
+		b = w.chunk
+	}
+	b = grow(b, packetSlack)
+	p0 := len(b)
+	q := b[:p0+packetSlack]
+	q[p0] = byte(fTracePacket<<3 | 2)
+	q[p0+2] = byte(fPktTimestamp << 3)
+	k := w.ts.put(q, p0+3, uint64(t))
+	*(*[32]byte)(q[k : k+32]) = ct.b
+	te := k + int(ct.lenAt)
+	k = putUv(q, k+int(ct.n), uint64(v))
+	q[te] = byte(k - te - 1)
+	q[p0+1] = byte(k - p0 - 2)
 	w.stats.CounterEvents++
+	w.commit(q[:k])
 }
 
 // doubleCounter writes one floating-point counter sample.

@@ -32,11 +32,11 @@ type ctaBuf struct {
 	src      []int32
 	sortKeys []uint64
 	sortTmp  []uint64
+	kts      []keyTrans // per key index: counter transitions
+	mergeTmp []uint64
 	dst      []int32
 	roles    []uint16
 	drops    []delta
-	packed   []uint64
-	perm     []uint64
 	open     []openUnion
 	// packedOverflow: a CTA with too many keys or too long a span to pack.
 	packedOverflow bool

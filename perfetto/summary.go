@@ -51,6 +51,62 @@ func (s *summary) add(key uint32, t0, t1 int64, v float64) {
 	}
 }
 
+// binWalk adds a step function of one key to the summary: intervals in
+// time order, as [summary.add] would, but walking the bins from one
+// interval to the next instead of dividing for each (the ensure calls, and
+// so the bins' layout, are the same).
+type binWalk struct {
+	s             *summary
+	key           uint32
+	b             []float64
+	origin, width int64 // the layout i and lo were computed for
+	i, lo         int64 // bin i starts at lo
+}
+
+func (s *summary) walk(key uint32) binWalk { return binWalk{s: s, key: key} }
+
+// add adds v over [t0, t1); t0 is not before the previous call's t1.
+func (w *binWalk) add(t0, t1 int64, v float64) {
+	s := w.s
+	t0 = max(t0, 0)
+	if t1 <= t0 || v == 0 {
+		return
+	}
+	if !s.have || t0 < s.origin || t1 > s.origin+int64(s.nb)*s.width {
+		if !s.ensure(t0, t1) {
+			return
+		}
+	}
+	if w.b == nil {
+		if w.b = s.bins[w.key]; w.b == nil {
+			w.b = make([]float64, s.nb)
+			s.bins[w.key] = w.b
+		}
+		w.width = 0
+	}
+	if w.width != s.width || w.origin != s.origin || t0 < w.lo {
+		w.origin, w.width = s.origin, s.width
+		w.i = (t0 - s.origin) / s.width
+		w.lo = s.origin + w.i*s.width
+	}
+	for w.lo+w.width <= t0 {
+		w.i++
+		w.lo += w.width
+	}
+	b := w.b[:s.nb]
+	for {
+		hi := w.lo + w.width
+		if t1 <= hi {
+			b[w.i] += v * float64(t1-t0)
+			return
+		}
+		b[w.i] += v * float64(hi-t0)
+		t0 = hi
+		w.i++
+		w.lo = hi
+	}
+}
+
 // ensure grows the bins until they cover [t0, t1); false when the span is
 // too large to represent.
 func (s *summary) ensure(t0, t1 int64) bool {
