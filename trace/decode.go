@@ -541,7 +541,7 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 			r := Record(le.Uint64(b[i*RecordSize:]))
 			c -= uint64(uint32(c) - uint32(r))
 			e := &ev[i]
-			e.kind, e.name, e.payload, e.cycles = r.Kind(), r.Name(), r.Payload(), c
+			e.hi, e.cycles = uint32(r>>32), c
 		}
 		for i := range ev {
 			ev[i].time = fit.Ns(ev[i].cycles)
@@ -561,8 +561,8 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 			// The role usually comes first: keep the last one set in the
 			// trimmed prefix.
 			for j := range k {
-				if ev[j].kind == KindRole && d.nk[ev[j].name] == nkRole {
-					w.Role = ev[j].name
+				if ev[j].Kind() == KindRole && d.nk[ev[j].Name()] == nkRole {
+					w.Role = ev[j].Name()
 				}
 			}
 			w.Trimmed = k
@@ -589,7 +589,7 @@ func decodeForward(ev []Event, raw []byte, start uint64, f *ClockFit) {
 		// with narrow stores and copied with wide loads, which stalls
 		// store forwarding.
 		e := &ev[0]
-		e.kind, e.name, e.payload, e.cycles = r.Kind(), r.Name(), r.Payload(), c
+		e.hi, e.cycles = uint32(r>>32), c
 		e.time = refNs + int64(base+s*float64(int64(c-refC)))
 		ev, raw = ev[1:], raw[RecordSize:]
 	}

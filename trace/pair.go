@@ -71,7 +71,7 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 		}
 		bal := int32(0)
 		for i := range ev {
-			switch ev[i].kind {
+			switch ev[i].Kind() {
 			case KindPush:
 				bal++
 			case KindPop:
@@ -122,7 +122,7 @@ loop:
 			c, dec = ev[hi-1].cycles, hi
 		}
 		e := &ev[i]
-		kind, name, payload, c, tm := e.kind, e.name&0x1fff, e.payload, e.cycles, e.time
+		kind, name, payload, c, tm := e.Kind(), e.Name(), e.Payload(), e.cycles, e.time
 		switch kind {
 		case KindPush:
 			if nk[name] != nkRange {
@@ -310,7 +310,10 @@ func (st *pairState) addRange(name, payload uint16, tm int64, c uint64, depth in
 // of the right kind, a pop closing the top push by the same name or no name,
 // an end closing an open start, few open starts, room in every slice) and
 // returns the index of the first event it left to the general path, or
-// len(ev). It makes no calls, so its state stays in registers.
+// len(ev). It makes no calls. The decoding state stays in locals
+// (registers) and the pairing state in st, loaded and stored where a case
+// uses it: with every slice and count in locals, the register allocator
+// spilled and shuffled a dozen of them on every event.
 //
 // When raw is not nil (it then holds len(ev) records), fast also decodes
 // each event from raw as it goes, cycles unwrapped forward from c, and
@@ -325,85 +328,83 @@ func (st *pairState) fast(ev []Event, i int, nk *[8192]uint8, raw []byte, c uint
 	refC, sl := f.RefCycles, f.NsPerCycle
 	base := f.OffsetNs + (0x1p40 + 0.5)
 	refNs := f.RefNs - 1<<40
-	rs, nr := st.rs, st.nr
-	ms, nm := st.ms, st.nm
-	stack, sp := st.stack, st.sp
-	starts, nst := st.starts, st.nst
-	open := st.open
-	lost, role, sorted := st.lost, st.role, st.sorted
-	prevStart, prevDepth := st.prevStart, st.prevDepth
 loop:
 	for ; i < len(ev); i++ {
 		e := &ev[i]
-		var kind Kind
-		var name uint16
+		var hi uint32
+		var tm int64
+		var cy uint64
 		if decode {
 			// As decodeForward does.
-			r := Record(binary.LittleEndian.Uint64(raw[i*RecordSize:]))
+			r := binary.LittleEndian.Uint64(raw[i*RecordSize : i*RecordSize+RecordSize])
 			c += uint64(uint32(r) - uint32(c))
-			kind, name = r.Kind(), r.Name()
-			e.kind, e.name, e.payload, e.cycles = kind, name, r.Payload(), c
-			e.time = refNs + int64(base+sl*float64(int64(c-refC)))
+			hi, cy = uint32(r>>32), c
+			tm = refNs + int64(base+sl*float64(int64(c-refC)))
+			e.hi, e.cycles, e.time = hi, cy, tm
 		} else {
-			kind, name = e.kind, e.name&0x1fff
+			hi, cy, tm = e.hi, e.cycles, e.time
 		}
-		switch kind {
+		name, payload := uint16(hi>>16)&0x1fff, uint16(hi)
+		nkv := nk[(hi>>16)&0x1fff]
+		switch Kind(hi >> 29) {
 		case KindPush:
-			if nk[name] != nkRange || sp >= len(stack) || nr >= len(rs) {
+			sp, nr := st.sp, st.nr
+			if nkv != nkRange || sp >= len(st.stack) || nr >= len(st.rs) {
 				break loop
 			}
-			depth := lost + int32(sp)
-			p := &stack[sp]
+			depth := st.lost + int32(sp)
+			p := &st.stack[sp]
 			p.name, p.idx, p.rng = name, int32(i), int32(nr)
-			sp++
-			tm := e.time
-			r := &rs[nr]
-			nr++
-			r.Name, r.Payload, r.Start, r.StartCycles = name, e.payload, tm, e.cycles
+			st.sp = sp + 1
+			r := &st.rs[nr]
+			st.nr = nr + 1
+			r.Name, r.Payload, r.Start, r.StartCycles = name, payload, tm, cy
 			r.Depth, r.Async, r.Lane, r.Flags = depth, false, 0, 0
-			if depth < prevDepth && tm == prevStart {
-				sorted = false
+			if depth < st.prevDepth && tm == st.prevStart {
+				st.sorted = false
 			}
-			prevStart, prevDepth = tm, depth
+			st.prevStart, st.prevDepth = tm, depth
 		case KindPop:
-			if sp <= 0 || sp > len(stack) {
+			sp := st.sp
+			if sp <= 0 || sp > len(st.stack) {
 				break loop
 			}
-			top := &stack[sp-1]
-			if name != 0 && (name != top.name || nk[name] != nkRange) {
+			top := &st.stack[sp-1]
+			if name != 0 && (name != top.name || nkv != nkRange) {
 				break loop
 			}
-			if int(top.rng) >= len(rs) {
+			if int(top.rng) >= len(st.rs) {
 				break loop
 			}
-			sp--
-			r := &rs[top.rng]
-			r.End, r.EndCycles = e.time, e.cycles
+			st.sp = sp - 1
+			r := &st.rs[top.rng]
+			r.End, r.EndCycles = tm, cy
 		case KindStart:
+			open, nst, nr := st.open, st.nst, st.nr
 			no := len(open)
-			if nk[name] != nkRange || no >= linearOpen || no >= cap(open) || nst >= len(starts) || nr >= len(rs) {
+			if nkv != nkRange || no >= linearOpen || no >= cap(open) || nst >= len(st.starts) || nr >= len(st.rs) {
 				break loop
 			}
 			open = open[:no+1]
 			open[no] = int32(nst)
-			s := &starts[nst]
-			nst++
-			s.name, s.payload, s.open = name, e.payload, true
+			st.open = open
+			s := &st.starts[nst]
+			st.nst = nst + 1
+			s.name, s.payload, s.open = name, payload, true
 			s.idx, s.rng, s.prev = int32(i), int32(nr), -1
-			tm := e.time
-			r := &rs[nr]
-			nr++
-			r.Name, r.Payload, r.Start, r.StartCycles = name, e.payload, tm, e.cycles
+			r := &st.rs[nr]
+			st.nr = nr + 1
+			r.Name, r.Payload, r.Start, r.StartCycles = name, payload, tm, cy
 			r.Depth, r.Async, r.Lane, r.Flags = 0, true, 0, 0
-			if tm == prevStart && prevDepth > 0 {
-				sorted = false
+			if tm == st.prevStart && st.prevDepth > 0 {
+				st.sorted = false
 			}
-			prevStart, prevDepth = tm, 0
+			st.prevStart, st.prevDepth = tm, 0
 		case KindEnd:
-			if nk[name] != nkRange {
+			if nkv != nkRange {
 				break loop
 			}
-			payload := e.payload
+			open, starts := st.open, st.starts
 			j := len(open) - 1
 			for ; j >= 0; j-- {
 				o := open[j]
@@ -418,35 +419,33 @@ loop:
 				break loop
 			}
 			s := &starts[open[j]]
-			if int(s.rng) >= len(rs) {
+			if int(s.rng) >= len(st.rs) {
 				break loop
 			}
 			for k := j + 1; k < len(open); k++ {
 				open[k-1] = open[k]
 			}
-			open = open[:len(open)-1]
+			st.open = open[:len(open)-1]
 			s.open = false
-			r := &rs[s.rng]
-			r.End, r.EndCycles = e.time, e.cycles
+			r := &st.rs[s.rng]
+			r.End, r.EndCycles = tm, cy
 		case KindMark:
-			if nk[name] != nkMark || nm >= len(ms) {
+			nm := st.nm
+			if nkv != nkMark || nm >= len(st.ms) {
 				break loop
 			}
-			m := &ms[nm]
-			nm++
-			m.Name, m.Payload, m.Time, m.Cycles = name, e.payload, e.time, e.cycles
+			m := &st.ms[nm]
+			st.nm = nm + 1
+			m.Name, m.Payload, m.Time, m.Cycles = name, payload, tm, cy
 		case KindRole:
-			if nk[name] != nkRole {
+			if nkv != nkRole {
 				break loop
 			}
-			role = name
+			st.role = name
 		default:
 			break loop
 		}
 	}
-	st.nr, st.nm, st.sp, st.nst, st.open = nr, nm, sp, nst, open
-	st.role, st.sorted = role, sorted
-	st.prevStart, st.prevDepth = prevStart, prevDepth
 	return i, c
 }
 
@@ -492,14 +491,14 @@ func cmpRange(a, b Range) int {
 // badName reports an event whose name id is outside the table or of the
 // wrong kind for the event.
 func (d *Decoder) badName(w *Warp, i int, e *Event) {
-	if d.nk[e.name] == nkUnknown {
-		d.violate(w, UnknownName, i, d.meta.NameText(e.name), fmt.Sprintf("%s names id %d, which is not in the name table (%d names)",
-			e.kind, e.name, len(d.meta.Names)))
+	if d.nk[e.Name()] == nkUnknown {
+		d.violate(w, UnknownName, i, d.meta.NameText(e.Name()), fmt.Sprintf("%s names id %d, which is not in the name table (%d names)",
+			e.Kind(), e.Name(), len(d.meta.Names)))
 		return
 	}
-	n := d.meta.NameText(e.name)
+	n := d.meta.NameText(e.Name())
 	var kind NameKind
-	switch d.nk[e.name] {
+	switch d.nk[e.Name()] {
 	case nkRange:
 		kind = NameRange
 	case nkMark:
@@ -507,7 +506,7 @@ func (d *Decoder) badName(w *Warp, i int, e *Event) {
 	default:
 		kind = NameRole
 	}
-	d.violate(w, WrongNameKind, i, n, fmt.Sprintf("%s of %q, a %s name", e.kind, n, kind))
+	d.violate(w, WrongNameKind, i, n, fmt.Sprintf("%s of %q, a %s name", e.Kind(), n, kind))
 }
 
 // assignLanes gives each async range the smallest lane free at its start

@@ -8,26 +8,27 @@ import "fmt"
 
 // Event is one decoded event of a warp, in program order.
 type Event struct {
-	kind    Kind
-	name    uint16
-	payload uint16
-	cycles  uint64 // unwrapped SM cycle count
-	time    int64  // ns on the launch's common timeline
+	// hi is the record's high word: kind<<29 | name<<16 | payload, as
+	// docs/FORMAT.md packs them (one store per event instead of three).
+	hi     uint32
+	cycles uint64 // unwrapped SM cycle count
+	time   int64  // ns on the launch's common timeline
 }
 
-// NewEvent builds an Event; decoders and tests use it.
+// NewEvent builds an Event; decoders and tests use it. Like a record, it
+// keeps the kind's low 3 bits and the name's low 13 bits.
 func NewEvent(k Kind, name, payload uint16, cycles uint64, ns int64) Event {
-	return Event{kind: k, name: name, payload: payload, cycles: cycles, time: ns}
+	return Event{hi: uint32(k&7)<<29 | uint32(name&0x1fff)<<16 | uint32(payload), cycles: cycles, time: ns}
 }
 
 // Kind returns the event's kind.
-func (e Event) Kind() Kind { return e.kind }
+func (e Event) Kind() Kind { return Kind(e.hi >> 29) }
 
 // Name returns the event's name id (0 on an unnamed pop).
-func (e Event) Name() uint16 { return e.name }
+func (e Event) Name() uint16 { return uint16(e.hi>>16) & 0x1fff }
 
 // Payload returns the event's 16-bit payload.
-func (e Event) Payload() uint16 { return e.payload }
+func (e Event) Payload() uint16 { return uint16(e.hi) }
 
 // Cycles returns the event's unwrapped SM cycle count.
 func (e Event) Cycles() uint64 { return e.cycles }
@@ -176,5 +177,5 @@ func (e Event) Equal(o Event) bool { return e == o }
 
 // String formats the event for debugging and test output.
 func (e Event) String() string {
-	return fmt.Sprintf("%s name %d payload %d cycles %d ns %d", e.kind, e.name, e.payload, e.cycles, e.time)
+	return fmt.Sprintf("%s name %d payload %d cycles %d ns %d", e.Kind(), e.Name(), e.Payload(), e.cycles, e.time)
 }
