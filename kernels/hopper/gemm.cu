@@ -53,12 +53,12 @@
   X(RANGE, epilogue)
 IKET_NAMES(GEMM_NAMES)
 
-// GEMM_TRACE picks the per-k-tile events recorded (for measuring what each
-// costs; the role, epilogue and header are always recorded): bit 0 the
-// producer's wait_free and issue, bit 1 a consumer's wait_data, bit 2 its
-// compute. Default all.
+// GEMM_TRACE picks the events recorded (for measuring what each costs; the
+// header's start and exit are always recorded): bit 0 the producer's
+// wait_free and issue, bit 1 a consumer's wait_data, bit 2 its compute, bit 3
+// the epilogue, bit 4 set_role. Default all.
 #ifndef GEMM_TRACE
-#define GEMM_TRACE 7
+#define GEMM_TRACE 31
 #endif
 // GEMM_NEXT=1 (default) records back-to-back phases with range_next (a pop
 // and a push with one clock read): per k-tile, a warp reads the clock twice
@@ -128,7 +128,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 
   if (wg == 0) {
     hopper::setmaxnreg_dec<40>();
-    tr.set_role(iket_id::producer);
+    GEMM_EV(16, tr.set_role(iket_id::producer));
     if (warp == 0) {
       if (lane == 0) {
         hopper::prefetch_tmap(&tmA);
@@ -173,7 +173,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
     }
   } else {
     hopper::setmaxnreg_inc<232>();
-    tr.set_role(iket_id::consumer);
+    GEMM_EV(16, tr.set_role(iket_id::consumer));
     const int cw = wg - 1;  // which 64-row half of the tile
     float acc[128];
 #pragma unroll
@@ -227,7 +227,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
     }
     hopper::wgmma_wait<0>();
 
-    tr.range_push(iket_id::epilogue);
+    GEMM_EV(8, tr.range_push(iket_id::epilogue));
     // Accumulator i of thread (warp w in the warpgroup, lane l) holds row
     // 16w + l/4 (+8 when i%4 >= 2), column 8*(i/4) + 2*(l%4) + i%2.
     const int wi = warp % 4;
@@ -242,7 +242,7 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
       *reinterpret_cast<__nv_bfloat162*>(C + row0 * N + col) = lo;
       *reinterpret_cast<__nv_bfloat162*>(C + (row0 + 8) * N + col) = hi;
     }
-    tr.range_pop();
+    GEMM_EV(8, tr.range_pop());
   }
 #else
   // Built for a target without wgmma (plain sm_90 or older): refuse loudly.
