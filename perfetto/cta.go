@@ -228,12 +228,8 @@ func (w *Writer) writeWarp(ctaID uint64, v *warpView, flowHeads []int32) (err er
 	}
 	w.tmpl.set(w.seq, in, warpID, w.lane)
 	c := w.bd.checkStart(nl)
-	for i := range w.bd.evs {
-		e := &w.bd.evs[i]
-		if !c.ok(e) {
-			return w.modelError(in.slot, nl, i)
-		}
-		w.writeEvent(e, v, flowHeads)
+	if i := w.encodeEvents(v, flowHeads, c.t); i >= 0 {
+		return w.modelError(in.slot, nl, i)
 	}
 	if !c.done() {
 		return w.modelError(in.slot, nl, len(w.bd.evs))
@@ -250,104 +246,6 @@ func (w *Writer) modelError(slot uint64, nLanes, i int) error {
 		return err
 	}
 	return &ModelError{Launch: w.li, Slot: slot, Event: i, Msg: "failed the streaming check only (writer bug)"}
-}
-
-// writeEvent encodes one model event as a TracePacket, straight into the
-// output buffer. The fixed-size parts go into a window of packetSlack bytes
-// reserved past the buffer's end (index stores, template copies); strings,
-// interned names and flow ids, which have no size bound, are appended.
-func (w *Writer) writeEvent(e *mev, v *warpView, flowHeads []int32) {
-	tp := &w.tmpl
-	lp := &tp.lanes[e.lt]
-	b := w.buf
-	if w.opt.Compress {
-		b = w.chunk
-	}
-	b = grow(b, packetSlack)
-	p0 := len(b) // the packet's tag; its length byte follows
-	q := b[:p0+packetSlack]
-	q[p0] = byte(fTracePacket<<3 | 2)
-	q[p0+2] = byte(fPktTimestamp << 3)
-	k := w.ts.put(q, p0+3, uint64(e.ts))
-	if e.typ == typeSliceEnd {
-		*(*[32]byte)(q[k : k+32]) = lp.end
-		k += int(lp.endN)
-		q[p0+1] = byte(k - p0 - 2) // at most 11 + 21 bytes
-		w.stats.Slices++
-		w.commit(q[:k])
-		return
-	}
-	*(*[16]byte)(q[k : k+16]) = tp.flags
-	k += int(tp.flagsN)
-	var iid uint64
-	switch e.src {
-	case srcRange:
-		r := &v.ranges[e.idx]
-		iid = rangeIID(r.Name, r.Flags)
-	case srcMark:
-		iid = 1 + uint64(v.marks[e.idx].Name&0x1fff)
-	case srcDrop:
-		iid = iidDrop
-	case srcViol:
-		iid = iidViolation + uint64(min(v.viols[e.idx].kind, 31))
-	}
-	if !w.isInterned(iid) {
-		b = w.internEvent(q[:k], iid, e, v)
-		b = grow(b, packetSlack)
-		k = len(b)
-		q = b[:k+packetSlack]
-	}
-	t0 := k + 1 // the TrackEvent's length byte
-	*(*[32]byte)(q[k : k+32]) = lp.te
-	q[k+3] = e.typ
-	k += int(lp.teN)
-	q[k] = byte(fTENameIID << 3)
-	k = putUv(q, k+1, iid)
-	*(*[48]byte)(q[k : k+48]) = tp.annots
-	k += int(tp.annotN)
-	switch e.src {
-	case srcRange:
-		r := &v.ranges[e.idx]
-		k = putAnnot(q, k, daPayload, uint64(r.Payload))
-		k = putAnnot(q, k, daStartCycles, r.StartCycles)
-		k = putAnnot(q, k, daEndCycles, r.EndCycles)
-		if e.lt > 0 {
-			k = putAnnot(q, k, daLane, uint64(e.lt-1))
-		}
-		b = q[:k]
-		if r.Flags != 0 {
-			b = appendAnnotString(b, daIncomplete, incompleteText(r.Flags))
-		}
-		if flowHeads != nil {
-			for f := flowHeads[e.idx]; f >= 0; f = w.cta.flows[f].next {
-				fr := &w.cta.flows[f]
-				if fr.term {
-					b = appendFixed64Field(b, fTETerminatingFlows, fr.id)
-				} else {
-					b = appendFixed64Field(b, fTEFlowIDs, fr.id)
-					w.stats.Flows++
-				}
-			}
-		}
-	case srcMark:
-		m := &v.marks[e.idx]
-		k = putAnnot(q, k, daPayload, uint64(m.Payload))
-		b = q[:putAnnot(q, k, daCycles, m.Cycles)]
-	case srcDrop:
-		k = putAnnot(q, k, daDropped, v.info.dropped)
-		k = putAnnot(q, k, daAttempted, v.info.count)
-		k = putAnnot(q, k, daStored, uint64(v.info.stored))
-		b = appendAnnotString(q[:k], daDetail, dropText(w.lm.Mode))
-	case srcViol:
-		b = appendAnnotString(q[:k], daDetail, v.viols[e.idx].detail)
-	default:
-		b = q[:k]
-	}
-	b = closeLen(b, t0)
-	w.commit(closeLen(b, p0+1))
-	if e.typ == typeInstant {
-		w.stats.Instants++
-	}
 }
 
 // internEvent appends interned_data defining the name of event e (iid).

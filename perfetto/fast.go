@@ -169,13 +169,29 @@ func putUvLong(q []byte, k int, v uint64) int {
 }
 
 // putAnnot stores a debug annotation {name_iid: iid (< 128), uint_value: v}
-// at q[k:]; q must have 15 bytes from k on.
+// at q[k:] and returns the index after it; q must have 16 bytes from k on.
+// Below 2^56 (payloads, cycle counts) it is two 8-byte stores: the five
+// bytes of tags, length and name, then the varint.
 func putAnnot(q []byte, k int, iid byte, v uint64) int {
+	if v >= 1<<56 {
+		return putAnnotLong(q, k, iid, v)
+	}
+	n := (bits.Len64(v|1) + 6) / 7
+	binary.LittleEndian.PutUint64(q[k:k+8], annotHead|uint64(3+n)<<8|uint64(iid)<<24)
+	binary.LittleEndian.PutUint64(q[k+5:k+13], spread7(v)|0x8080808080808080>>(8*(9-n)))
+	return k + 5 + n
+}
+
+// annotHead is a debug annotation's tag, then (after a length byte) the
+// name_iid tag, then (after the iid) the uint_value tag.
+const annotHead = fTEDebugAnnotations<<3 | 2 | fDANameIID<<3<<16 | fDAUintValue<<3<<32
+
+func putAnnotLong(q []byte, k int, iid byte, v uint64) int {
 	q[k] = byte(fTEDebugAnnotations<<3 | 2)
 	q[k+2] = byte(fDANameIID << 3)
 	q[k+3] = iid
 	q[k+4] = byte(fDAUintValue << 3)
-	e := putUv(q, k+5, v)
+	e := putUvLong(q, k+5, v)
 	q[k+1] = byte(e - k - 2)
 	return e
 }

@@ -1,0 +1,224 @@
+package perfetto
+
+import (
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+// encodeEvents checks the warp's model events (w.bd.evs) one at a time
+// against the per-track rules of [modelCheck] and encodes each as a
+// TracePacket straight into the output (or compression) buffer. It returns
+// the index of the first event that fails the check, or -1 when all pass.
+//
+// It is the writer's hot loop, written to make no calls for the common
+// events (slice ends, ranges without flows or incompleteness, marks): the
+// fixed-size parts of a packet go into a window of packetSlack bytes
+// reserved past the buffer's end, as index stores and whole copies of the
+// warp's templates; strings, interned names and flow ids, which have no
+// size bound, are appended by slower code. The timestamp cache and the
+// buffer stay in locals and are written back at the end.
+func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) int {
+	b := w.buf
+	if w.opt.Compress {
+		b = w.chunk
+	}
+	// Only the compression chunk is cut while a warp is encoded (the output
+	// is held until the warp passed its check).
+	flushAt := math.MaxInt
+	if w.opt.Compress {
+		flushAt = defaultCompressChunk
+	}
+	tp := &w.tmpl
+	lanes := tp.lanes
+	ranges, marks := v.ranges, v.marks
+	interned := w.interned
+	ts := w.ts
+	var nSlices, nInst int64
+	bad := -1
+	evs := w.bd.evs
+	for i := range evs {
+		e := &evs[i]
+		// The model check (modelCheck.ok).
+		lt := int(e.lt)
+		if lt >= len(chk) || lt >= len(lanes) {
+			bad = i
+			break
+		}
+		st := &chk[lt]
+		st.depth += depthStep[e.typ&3]
+		if e.ts < st.last || uint32(st.depth) > maxSliceDepth {
+			bad = i
+			break
+		}
+		st.last = e.ts
+
+		if cap(b)-len(b) < packetSlack {
+			b = slices.Grow(b, packetSlack)
+		}
+		p0 := len(b) // the packet's tag; its length byte follows
+		q := b[:p0+packetSlack]
+		q[p0] = byte(fTracePacket<<3 | 2)
+		q[p0+2] = byte(fPktTimestamp << 3)
+		k := p0 + 3
+		if u := uint64(e.ts); u>>28 == ts.hi {
+			x := uint32(u) & (1<<28 - 1)
+			binary.LittleEndian.PutUint32(q[k:k+4], x&0x7f|(x<<1)&0x7f00|(x<<2)&0x7f0000|(x<<3)&0x7f000000|0x80808080)
+			binary.LittleEndian.PutUint64(q[k+4:k+12], ts.enc)
+			k += 4 + ts.n
+		} else {
+			k = ts.miss(q, k, u)
+		}
+		lp := &lanes[lt]
+		if e.typ == typeSliceEnd {
+			*(*[32]byte)(q[k : k+32]) = lp.end
+			k += int(lp.endN)
+			q[p0+1] = byte(k - p0 - 2) // at most 11 + 21 bytes
+			b = q[:k]
+			nSlices++
+			if len(b) >= flushAt {
+				b = w.cutChunk(b)
+			}
+			continue
+		}
+		*(*[16]byte)(q[k : k+16]) = tp.flags
+		k += int(tp.flagsN)
+		var iid uint64
+		var r *trace.Range
+		switch e.src {
+		case srcRange:
+			r = &ranges[e.idx]
+			iid = rangeIID(r.Name, r.Flags)
+		case srcMark:
+			iid = 1 + uint64(marks[e.idx].Name&0x1fff)
+		case srcDrop:
+			iid = iidDrop
+		default:
+			iid = iidViolation + uint64(min(v.viols[e.idx].kind, 31))
+		}
+		if interned[iid>>6]&(1<<(iid&63)) == 0 {
+			b = w.internEvent(q[:k], iid, e, v)
+			b = grow(b, packetSlack)
+			k = len(b)
+			q = b[:k+packetSlack]
+		}
+		t0 := k + 1 // the TrackEvent's length byte
+		*(*[32]byte)(q[k : k+32]) = lp.te
+		q[k+3] = e.typ
+		k += int(lp.teN)
+		q[k] = byte(fTENameIID << 3)
+		if iid < 0x80 {
+			q[k+1] = byte(iid)
+			k += 2
+		} else {
+			x, n := uv56(iid)
+			binary.LittleEndian.PutUint64(q[k+1:k+9], x)
+			k += 1 + n
+		}
+		*(*[48]byte)(q[k : k+48]) = tp.annots
+		k += int(tp.annotN)
+		switch e.src {
+		case srcRange:
+			// payload, start_cycles, end_cycles and, on an async lane, lane.
+			if r.StartCycles|r.EndCycles >= 1<<56 {
+				k = putAnnot(q, k, daPayload, uint64(r.Payload))
+				k = putAnnot(q, k, daStartCycles, r.StartCycles)
+				k = putAnnot(q, k, daEndCycles, r.EndCycles)
+			} else {
+				x, n := uv56(uint64(r.Payload))
+				binary.LittleEndian.PutUint64(q[k:k+8], annotHead|uint64(3+n)<<8|daPayload<<24)
+				binary.LittleEndian.PutUint64(q[k+5:k+13], x)
+				k += 5 + n
+				x, n = uv56(r.StartCycles)
+				binary.LittleEndian.PutUint64(q[k:k+8], annotHead|uint64(3+n)<<8|daStartCycles<<24)
+				binary.LittleEndian.PutUint64(q[k+5:k+13], x)
+				k += 5 + n
+				x, n = uv56(r.EndCycles)
+				binary.LittleEndian.PutUint64(q[k:k+8], annotHead|uint64(3+n)<<8|daEndCycles<<24)
+				binary.LittleEndian.PutUint64(q[k+5:k+13], x)
+				k += 5 + n
+			}
+			if lt > 0 {
+				k = putAnnot(q, k, daLane, uint64(lt-1))
+			}
+			b = q[:k]
+			if r.Flags != 0 || (flowHeads != nil && flowHeads[e.idx] >= 0) {
+				b = w.appendRangeExtras(b, r, flowHeads, e.idx)
+			}
+		case srcMark:
+			m := &marks[e.idx]
+			k = putAnnot(q, k, daPayload, uint64(m.Payload))
+			b = q[:putAnnot(q, k, daCycles, m.Cycles)]
+		case srcDrop:
+			k = putAnnot(q, k, daDropped, v.info.dropped)
+			k = putAnnot(q, k, daAttempted, v.info.count)
+			k = putAnnot(q, k, daStored, uint64(v.info.stored))
+			b = appendAnnotString(q[:k], daDetail, dropText(w.lm.Mode))
+		default:
+			b = appendAnnotString(q[:k], daDetail, v.viols[e.idx].detail)
+		}
+		if n := len(b) - t0 - 1; n < 0x80 {
+			b[t0] = byte(n)
+		} else {
+			b = closeLen(b, t0)
+		}
+		if n := len(b) - p0 - 2; n < 0x80 {
+			b[p0+1] = byte(n)
+		} else {
+			b = closeLen(b, p0+1)
+		}
+		if e.typ == typeInstant {
+			nInst++
+		}
+		if len(b) >= flushAt {
+			b = w.cutChunk(b)
+		}
+	}
+	if w.opt.Compress {
+		w.chunk = b
+	} else {
+		w.buf = b
+	}
+	w.ts = ts
+	w.stats.Slices += nSlices
+	w.stats.Instants += nInst
+	return bad
+}
+
+// appendRangeExtras appends what a range's slice begin may carry beyond its
+// fixed part: the incompleteness annotation and flow ids.
+func (w *Writer) appendRangeExtras(b []byte, r *trace.Range, flowHeads []int32, idx int32) []byte {
+	if r.Flags != 0 {
+		b = appendAnnotString(b, daIncomplete, incompleteText(r.Flags))
+	}
+	if flowHeads != nil {
+		for f := flowHeads[idx]; f >= 0; f = w.cta.flows[f].next {
+			fr := &w.cta.flows[f]
+			if fr.term {
+				b = appendFixed64Field(b, fTETerminatingFlows, fr.id)
+			} else {
+				b = appendFixed64Field(b, fTEFlowIDs, fr.id)
+				w.stats.Flows++
+			}
+		}
+	}
+	return b
+}
+
+// cutChunk makes b, which holds whole packets, the compression chunk and
+// compresses it when it is full; it returns the chunk to go on with.
+func (w *Writer) cutChunk(b []byte) []byte {
+	w.chunk = b
+	w.flushChunk()
+	return w.chunk
+}
+
+// uv56 returns v (below 2^56) as varint bytes, little-endian in a uint64,
+// and their number.
+func uv56(v uint64) (uint64, int) {
+	n := (bits.Len64(v|1) + 6) / 7
+	return spread7(v) | 0x8080808080808080>>(8*(9-n)), n
+}
