@@ -25,6 +25,9 @@ type pairState struct {
 	// out sorted.
 	prevStart int64
 	prevDepth int32
+	// refNs is the clock fit's RefNs - 2^40 while fast runs: read from
+	// memory in its loop, where a local is reassociated into two adds.
+	refNs int64
 }
 
 // pair turns w.Events into w.Ranges, w.Marks and w.Role, reporting pairing
@@ -327,7 +330,8 @@ func (st *pairState) fast(ev []Event, i int, nk *[8192]uint8, raw []byte, c uint
 	}
 	refC, sl := f.RefCycles, f.NsPerCycle
 	base := f.OffsetNs + (0x1p40 + 0.5)
-	refNs := f.RefNs - 1<<40
+	st.refNs = f.RefNs - 1<<40
+	_, _ = st.sp, nk[0] // nil checks, once
 loop:
 	for ; i < len(ev); i++ {
 		e := &ev[i]
@@ -339,25 +343,27 @@ loop:
 			r := binary.LittleEndian.Uint64(raw[i*RecordSize : i*RecordSize+RecordSize])
 			c += uint64(uint32(r) - uint32(c))
 			hi, cy = uint32(r>>32), c
-			tm = refNs + int64(base+sl*float64(int64(c-refC)))
+			tm = st.refNs + int64(base+sl*float64(int64(c-refC)))
 			e.hi, e.cycles, e.time = hi, cy, tm
 		} else {
 			hi, cy, tm = e.hi, e.cycles, e.time
 		}
-		name, payload := uint16(hi>>16)&0x1fff, uint16(hi)
-		nkv := nk[(hi>>16)&0x1fff]
+		id := hi >> 16 & 0x1fff
+		name, payload, nkv := uint16(id), uint16(hi), nk[id]
+		// Each case loads the slices it uses into locals first: stores
+		// through them could alias st, so st's fields would be loaded
+		// (and bounds checked) again after every store.
 		switch Kind(hi >> 29) {
 		case KindPush:
-			sp, nr := st.sp, st.nr
-			if nkv != nkRange || sp >= len(st.stack) || nr >= len(st.rs) {
+			stack, rs, sp, nr := st.stack, st.rs, st.sp, st.nr
+			if nkv != nkRange || uint(sp) >= uint(len(stack)) || uint(nr) >= uint(len(rs)) {
 				break loop
 			}
 			depth := st.lost + int32(sp)
-			p := &st.stack[sp]
+			p := &stack[sp]
 			p.name, p.idx, p.rng = name, int32(i), int32(nr)
-			st.sp = sp + 1
-			r := &st.rs[nr]
-			st.nr = nr + 1
+			st.sp, st.nr = sp+1, nr+1
+			r := &rs[nr]
 			r.Name, r.Payload, r.Start, r.StartCycles = name, payload, tm, cy
 			r.Depth, r.Async, r.Lane, r.Flags = depth, false, 0, 0
 			if depth < st.prevDepth && tm == st.prevStart {
@@ -365,35 +371,31 @@ loop:
 			}
 			st.prevStart, st.prevDepth = tm, depth
 		case KindPop:
-			sp := st.sp
-			if sp <= 0 || sp > len(st.stack) {
+			stack, rs, sp := st.stack, st.rs, st.sp-1
+			if uint(sp) >= uint(len(stack)) {
 				break loop
 			}
-			top := &st.stack[sp-1]
-			if name != 0 && (name != top.name || nkv != nkRange) {
+			top := &stack[sp]
+			rng := int(top.rng)
+			if name != 0 && (name != top.name || nkv != nkRange) || uint(rng) >= uint(len(rs)) {
 				break loop
 			}
-			if int(top.rng) >= len(st.rs) {
-				break loop
-			}
-			st.sp = sp - 1
-			r := &st.rs[top.rng]
+			st.sp = sp
+			r := &rs[rng]
 			r.End, r.EndCycles = tm, cy
 		case KindStart:
-			open, nst, nr := st.open, st.nst, st.nr
+			open, starts, rs, nst, nr := st.open, st.starts, st.rs, st.nst, st.nr
 			no := len(open)
-			if nkv != nkRange || no >= linearOpen || no >= cap(open) || nst >= len(st.starts) || nr >= len(st.rs) {
+			if nkv != nkRange || no >= linearOpen || no >= cap(open) || uint(nst) >= uint(len(starts)) || uint(nr) >= uint(len(rs)) {
 				break loop
 			}
 			open = open[:no+1]
 			open[no] = int32(nst)
-			st.open = open
-			s := &st.starts[nst]
-			st.nst = nst + 1
+			st.open, st.nst, st.nr = open, nst+1, nr+1
+			s := &starts[nst]
 			s.name, s.payload, s.open = name, payload, true
 			s.idx, s.rng, s.prev = int32(i), int32(nr), -1
-			r := &st.rs[nr]
-			st.nr = nr + 1
+			r := &rs[nr]
 			r.Name, r.Payload, r.Start, r.StartCycles = name, payload, tm, cy
 			r.Depth, r.Async, r.Lane, r.Flags = 0, true, 0, 0
 			if tm == st.prevStart && st.prevDepth > 0 {
@@ -404,22 +406,23 @@ loop:
 			if nkv != nkRange {
 				break loop
 			}
-			open, starts := st.open, st.starts
+			open, starts, rs := st.open, st.starts, st.rs
 			j := len(open) - 1
+			var s *openStart
 			for ; j >= 0; j-- {
 				o := open[j]
 				if uint(o) >= uint(len(starts)) {
 					break loop
 				}
-				if s := &starts[o]; s.name == name && s.payload == payload {
+				if s = &starts[o]; s.name == name && s.payload == payload {
 					break
 				}
 			}
 			if j < 0 {
 				break loop
 			}
-			s := &starts[open[j]]
-			if int(s.rng) >= len(st.rs) {
+			rng := int(s.rng)
+			if uint(rng) >= uint(len(rs)) {
 				break loop
 			}
 			for k := j + 1; k < len(open); k++ {
@@ -427,15 +430,15 @@ loop:
 			}
 			st.open = open[:len(open)-1]
 			s.open = false
-			r := &st.rs[s.rng]
+			r := &rs[rng]
 			r.End, r.EndCycles = tm, cy
 		case KindMark:
-			nm := st.nm
-			if nkv != nkMark || nm >= len(st.ms) {
+			ms, nm := st.ms, st.nm
+			if nkv != nkMark || uint(nm) >= uint(len(ms)) {
 				break loop
 			}
-			m := &st.ms[nm]
 			st.nm = nm + 1
+			m := &ms[nm]
 			m.Name, m.Payload, m.Time, m.Cycles = name, payload, tm, cy
 		case KindRole:
 			if nkv != nkRole {
