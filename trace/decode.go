@@ -85,6 +85,7 @@ type Decoder struct {
 	next   uint64
 
 	hdr   [WarpHeaderSize]byte
+	ct    clockTerms // the current warp's clock fit
 	buf   []byte
 	ps    pairState
 	tok   tokTable
@@ -534,7 +535,8 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 			w.Events = ev
 			return b, nil
 		}
-		decodeForward(ev, b, h.StartClock, fit)
+		d.ct.set(fit)
+		decodeForward(ev, b, h.StartClock, &d.ct)
 	} else {
 		c := h.EndClock
 		for i := n - 1; i >= 0; i-- {
@@ -572,25 +574,35 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 	return nil, nil
 }
 
+// clockTerms are a [ClockFit]'s terms as [ClockFit.Ns] combines them.
+// Loops read them through a pointer, so they stay in memory as operands
+// instead of taking registers (and RefNs - 2^40 stays one add: a local is
+// reassociated into two, the constant not fitting an instruction).
+type clockTerms struct {
+	refC  uint64
+	slope float64
+	base  float64 // OffsetNs + 2^40 + 0.5
+	refNs int64   // RefNs - 2^40
+}
+
+func (k *clockTerms) set(f *ClockFit) {
+	*k = clockTerms{refC: f.RefCycles, slope: f.NsPerCycle, base: f.OffsetNs + (0x1p40 + 0.5), refNs: f.RefNs - 1<<40}
+}
+
 // decodeForward decodes the records in raw (len(ev) of them) into ev,
 // unwrapping cycles forward from start and converting them to ns exactly as
-// [ClockFit.Ns] does, with the fit's terms held in registers.
-func decodeForward(ev []Event, raw []byte, start uint64, f *ClockFit) {
-	refC, s := f.RefCycles, f.NsPerCycle
-	base := f.OffsetNs + (0x1p40 + 0.5)
-	refNs := f.RefNs - 1<<40
+// [ClockFit.Ns] does (k holds the fit's terms).
+func decodeForward(ev []Event, raw []byte, start uint64, k *clockTerms) {
 	c := start
-	// Both slices shrink from the front: no index arithmetic, and the
-	// loop condition proves the accesses in bounds.
-	for len(ev) > 0 && len(raw) >= RecordSize {
-		r := Record(binary.LittleEndian.Uint64(raw))
+	refC, slope, base := k.refC, k.slope, k.base
+	ev = ev[:min(len(ev), len(raw)/RecordSize)]
+	for j := range ev {
+		// One bounds check: re-slicing raw and ev instead costs a dozen
+		// instructions per record (pointer masking).
+		r := binary.LittleEndian.Uint64(raw[j*RecordSize : j*RecordSize+RecordSize])
 		c += uint64(uint32(r) - uint32(c))
-		// Field by field: a composite literal is built on the stack
-		// with narrow stores and copied with wide loads, which stalls
-		// store forwarding.
-		e := &ev[0]
+		e := &ev[j]
 		e.hi, e.cycles = uint32(r>>32), c
-		e.time = refNs + int64(base+s*float64(int64(c-refC)))
-		ev, raw = ev[1:], raw[RecordSize:]
+		e.time = k.refNs + int64(base+slope*float64(int64(c-refC)))
 	}
 }

@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -25,9 +24,6 @@ type pairState struct {
 	// out sorted.
 	prevStart int64
 	prevDepth int32
-	// refNs is the clock fit's RefNs - 2^40 while fast runs: read from
-	// memory in its loop, where a local is reassociated into two adds.
-	refNs int64
 }
 
 // pair turns w.Events into w.Ranges, w.Marks and w.Role, reporting pairing
@@ -37,8 +33,9 @@ type pairState struct {
 // case.
 //
 // When raw is not nil, w.Events is only sized and pair decodes raw's
-// records into it (cycles unwrapped forward from startClock), pairBlock
-// events ahead of the pairing.
+// records into it (cycles unwrapped forward from startClock) with
+// decodeForward, a block of pairBlock events at a time just ahead of the
+// pairing, so the block is still in L1 when it is paired.
 //
 // Ordinary events go through [pairState.fast], a loop without calls;
 // anything else (a violation, a truncated range, growth, many open starts)
@@ -52,15 +49,15 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 	// was lost: not a violation, but a truncated range starting where the
 	// record does.
 	truncOK := (d.wrap && w.Dropped > 0) || w.Trimmed > 0
-	// Events before dec are decoded. The fast path decodes as it pairs;
-	// the general path alone decodes a block ahead of the pairing.
+	// Events before dec are decoded.
 	dec, c := len(ev), startClock
+	d.ct.set(fit)
 	if raw != nil {
 		dec = 0
-		// The scan below needs every event (not so today), and fast
-		// needs one record per event.
+		// The scan below needs every event, and blocks need one
+		// record per event.
 		if truncOK || len(raw) != len(ev)*RecordSize {
-			decodeForward(ev, raw, startClock, fit)
+			decodeForward(ev, raw, startClock, &d.ct)
 			dec = len(ev)
 		}
 	}
@@ -103,26 +100,18 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 	hashed := false
 	asyncTrunc := false
 	nk := &d.nk
-loop:
 	for i := 0; i < len(ev); i++ {
-		switch {
-		case !hashed && dec < len(ev):
-			// Here i == dec: fast decodes as it pairs, up to and
-			// including the event it stops at.
-			i, c = st.fast(ev, i, nk, raw, c, fit)
-			if i == len(ev) {
-				break loop
-			}
-			dec = i + 1
-		case !hashed:
-			if i, _ = st.fast(ev, i, nk, nil, 0, fit); i == len(ev) {
-				break loop
-			}
-		case i == dec:
-			// The general path only: decode a block ahead.
+		if i == dec {
+			// Decode a block ahead.
 			hi := min(len(ev), dec+pairBlock)
-			decodeForward(ev[dec:hi], raw[dec*RecordSize:hi*RecordSize], c, fit)
+			decodeForward(ev[dec:hi], raw[dec*RecordSize:hi*RecordSize], c, &d.ct)
 			c, dec = ev[hi-1].cycles, hi
+		}
+		if !hashed {
+			if i = st.fast(ev[:dec], i, nk); i == dec {
+				i-- // the block is paired: decode the next one
+				continue
+			}
 		}
 		e := &ev[i]
 		kind, name, payload, c, tm := e.Kind(), e.Name(), e.Payload(), e.cycles, e.time
@@ -313,41 +302,17 @@ func (st *pairState) addRange(name, payload uint16, tm int64, c uint64, depth in
 // of the right kind, a pop closing the top push by the same name or no name,
 // an end closing an open start, few open starts, room in every slice) and
 // returns the index of the first event it left to the general path, or
-// len(ev). It makes no calls. The decoding state stays in locals
-// (registers) and the pairing state in st, loaded and stored where a case
-// uses it: with every slice and count in locals, the register allocator
-// spilled and shuffled a dozen of them on every event.
-//
-// When raw is not nil (it then holds len(ev) records), fast also decodes
-// each event from raw as it goes, cycles unwrapped forward from c, and
-// returns the last decoded event's cycles: the event it stops at is
-// decoded too. Decoding in this loop saves storing the events and loading
-// them back.
-func (st *pairState) fast(ev []Event, i int, nk *[8192]uint8, raw []byte, c uint64, f *ClockFit) (int, uint64) {
-	decode := raw != nil
-	if decode {
-		raw = raw[:len(ev)*RecordSize]
-	}
-	refC, sl := f.RefCycles, f.NsPerCycle
-	base := f.OffsetNs + (0x1p40 + 0.5)
-	st.refNs = f.RefNs - 1<<40
+// len(ev). It makes no calls. The pairing state stays in st, loaded and
+// stored where a case uses it: with every slice and count in locals the
+// register allocator spilled and shuffled a dozen of them on every event.
+// The events are decoded (pair runs decodeForward a block ahead): decoding
+// in this loop too needs more registers than there are.
+func (st *pairState) fast(ev []Event, i int, nk *[8192]uint8) int {
 	_, _ = st.sp, nk[0] // nil checks, once
 loop:
 	for ; i < len(ev); i++ {
 		e := &ev[i]
-		var hi uint32
-		var tm int64
-		var cy uint64
-		if decode {
-			// As decodeForward does.
-			r := binary.LittleEndian.Uint64(raw[i*RecordSize : i*RecordSize+RecordSize])
-			c += uint64(uint32(r) - uint32(c))
-			hi, cy = uint32(r>>32), c
-			tm = st.refNs + int64(base+sl*float64(int64(c-refC)))
-			e.hi, e.cycles, e.time = hi, cy, tm
-		} else {
-			hi, cy, tm = e.hi, e.cycles, e.time
-		}
+		hi, cy, tm := e.hi, e.cycles, e.time
 		id := hi >> 16 & 0x1fff
 		name, payload, nkv := uint16(id), uint16(hi), nk[id]
 		// Each case loads the slices it uses into locals first: stores
@@ -449,7 +414,7 @@ loop:
 			break loop
 		}
 	}
-	return i, c
+	return i
 }
 
 // firstCycleAt returns the first cycle the fit maps to ns or later.
