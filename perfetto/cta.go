@@ -250,7 +250,7 @@ func (w *Writer) modelError(slot uint64, nLanes, i int) error {
 
 // internEvent appends interned_data defining the name of event e (iid).
 func (w *Writer) internEvent(b []byte, iid uint64, e *mev, v *warpView) []byte {
-	switch e.src {
+	switch e.src() {
 	case srcRange:
 		r := &v.ranges[e.idx]
 		return w.intern(b, iid, func(s []byte) []byte { return appendRangeName(s, w.lm, r.Name, r.Flags) })

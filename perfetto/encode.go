@@ -43,13 +43,13 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 	for i := range evs {
 		e := &evs[i]
 		// The model check (modelCheck.ok).
-		lt := int(e.lt)
+		lt := int(e.lt())
 		if lt >= len(chk) || lt >= len(lanes) {
 			bad = i
 			break
 		}
 		st := &chk[lt]
-		st.depth += depthStep[e.typ&3]
+		st.depth += depthStep[e.typ()&3]
 		if e.ts < st.last || uint32(st.depth) > maxSliceDepth {
 			bad = i
 			break
@@ -73,7 +73,7 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 			k = ts.miss(q, k, u)
 		}
 		lp := &lanes[lt]
-		if e.typ == typeSliceEnd {
+		if e.typ() == typeSliceEnd {
 			*(*[32]byte)(q[k : k+32]) = lp.end
 			k += int(lp.endN)
 			q[p0+1] = byte(k - p0 - 2) // at most 11 + 21 bytes
@@ -88,7 +88,7 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 		k += int(tp.flagsN)
 		var iid uint64
 		var r *trace.Range
-		switch e.src {
+		switch e.src() {
 		case srcRange:
 			r = &ranges[e.idx]
 			iid = rangeIID(r.Name, r.Flags)
@@ -107,7 +107,7 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 		}
 		t0 := k + 1 // the TrackEvent's length byte
 		*(*[32]byte)(q[k : k+32]) = lp.te
-		q[k+3] = e.typ
+		q[k+3] = e.typ()
 		k += int(lp.teN)
 		q[k] = byte(fTENameIID << 3)
 		if iid < 0x80 {
@@ -120,7 +120,7 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 		}
 		*(*[48]byte)(q[k : k+48]) = tp.annots
 		k += int(tp.annotN)
-		switch e.src {
+		switch e.src() {
 		case srcRange:
 			// payload, start_cycles, end_cycles and, on an async lane, lane.
 			if r.StartCycles|r.EndCycles >= 1<<56 {
@@ -170,7 +170,7 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 		} else {
 			b = closeLen(b, p0+1)
 		}
-		if e.typ == typeInstant {
+		if e.typ() == typeInstant {
 			nInst++
 		}
 		if len(b) >= flushAt {

@@ -183,9 +183,9 @@ func (j *jsonWriter) warp(pid int, lm *trace.LaunchMeta, wp *trace.Warp) {
 	}
 	for i := range j.bd.evs {
 		e := &j.bd.evs[i]
-		t := tid(wp.Slot, int(e.lt)-1)
+		t := tid(wp.Slot, int(e.lt())-1)
 		j.b = append(j.b[:0], `{"ph":"`...)
-		switch e.typ {
+		switch e.typ() {
 		case typeSliceBegin:
 			j.b = append(j.b, 'B')
 		case typeSliceEnd:
@@ -199,9 +199,9 @@ func (j *jsonWriter) warp(pid int, lm *trace.LaunchMeta, wp *trace.Warp) {
 		j.b = strconv.AppendUint(j.b, t, 10)
 		j.b = append(j.b, `,"ts":`...)
 		j.ts(e.ts)
-		if e.typ != typeSliceEnd {
+		if e.typ() != typeSliceEnd {
 			j.names = j.names[:0]
-			switch e.src {
+			switch e.src() {
 			case srcRange:
 				r := &v.ranges[e.idx]
 				j.names = appendRangeName(j.names, lm, r.Name, r.Flags)

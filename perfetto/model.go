@@ -51,16 +51,31 @@ const (
 	srcMark
 	srcDrop
 	srcViol
+	srcNone // no slice (build's instants-only steps)
 )
 
-// mev is one event of a warp's model: what will become one TrackEvent.
+// mev is one event of a warp's model: what will become one TrackEvent. It
+// has at most four fields so that the compiler keeps it in registers
+// (building a larger one byte by byte on the stack and copying it whole
+// stalls on store forwarding).
 type mev struct {
 	ts  int64
-	typ uint8  // typeSliceBegin, typeSliceEnd, typeInstant
-	src uint8  // srcRange ...
-	lt  uint16 // local track: 0 = warp, 1+l = async lane l
+	tag uint32 // type | source<<8 | local track<<16
 	idx int32  // index in ranges, marks or viols
 }
+
+func mkev(ts int64, typ, src uint8, lt uint16, idx int32) mev {
+	return mev{ts: ts, tag: uint32(typ) | uint32(src)<<8 | uint32(lt)<<16, idx: idx}
+}
+
+// typ is typeSliceBegin, typeSliceEnd or typeInstant.
+func (e *mev) typ() uint8 { return uint8(e.tag) }
+
+// src is srcRange ... srcViol.
+func (e *mev) src() uint8 { return uint8(e.tag >> 8) }
+
+// lt is the local track: 0 = warp, 1+l = async lane l.
+func (e *mev) lt() uint16 { return uint16(e.tag >> 16) }
 
 type openSlice struct {
 	end int64
@@ -83,7 +98,6 @@ type builder struct {
 	stack   []openSlice
 	inst    []instRef
 	laneEnd []int64
-	last    int64
 	skipped int
 	// gap is the dropped-events interval, when the warp dropped events.
 	gapStart, gapEnd int64
@@ -98,52 +112,117 @@ type builder struct {
 // local track and LIFO for slices, whatever the input: children are clipped
 // to their parent, a sibling ends no later than the next one begins, and
 // async ranges go to the first free lane. It returns the number of lanes.
+//
+// It is one loop over the slices to begin (the wrap-mode gap, the ranges,
+// the stop-mode gap), each preceded by the instants before it; the events
+// and the stack of open slices stay in locals (pops are inlined).
 func (b *builder) build(v *warpView, mode trace.Mode) int {
-	b.evs = b.evs[:0]
-	b.stack = b.stack[:0]
 	b.inst = b.inst[:0]
 	b.laneEnd = b.laneEnd[:0]
-	b.last = math.MinInt64
 	b.skipped = 0
 	sortRanges(v.ranges)
-	for i := range v.marks {
-		b.inst = append(b.inst, instRef{t: v.marks[i].Time, src: srcMark, idx: int32(i)})
+	// Instants in time order: the marks themselves when they are sorted and
+	// there are no violations (the usual case), else b.inst.
+	marks := v.marks
+	direct := len(v.viols) == 0 && slices.IsSortedFunc(marks, cmpMarkTime)
+	nInst := len(marks)
+	if !direct {
+		for i := range marks {
+			b.inst = append(b.inst, instRef{t: marks[i].Time, src: srcMark, idx: int32(i)})
+		}
+		for i := range v.viols {
+			b.inst = append(b.inst, instRef{t: v.viols[i].time, src: srcViol, idx: int32(i)})
+		}
+		if !slices.IsSortedFunc(b.inst, cmpInst) {
+			slices.SortStableFunc(b.inst, cmpInst)
+		}
+		nInst = len(b.inst)
 	}
-	for i := range v.viols {
-		b.inst = append(b.inst, instRef{t: v.viols[i].time, src: srcViol, idx: int32(i)})
+	inst := b.inst
+	if nInst > 0 {
+		if direct {
+			b.gap(v, mode, true, marks[0].Time, marks[nInst-1].Time)
+		} else {
+			b.gap(v, mode, true, inst[0].t, inst[nInst-1].t)
+		}
+	} else {
+		b.gap(v, mode, false, 0, 0)
 	}
-	if !slices.IsSortedFunc(b.inst, cmpInst) {
-		slices.SortStableFunc(b.inst, cmpInst)
-	}
-	b.gap(v, mode)
+
+	evs := slices.Grow(b.evs[:0], 2*len(v.ranges)+nInst+2)
+	stack := b.stack[:0]
+	last := int64(math.MinInt64)
 	ii := 0
-	instantsBefore := func(t int64) {
-		for ii < len(b.inst) && b.inst[ii].t < t {
-			b.instant(b.inst[ii])
+	nr := len(v.ranges)
+	for step := -1; step <= nr+1; step++ {
+		// The slice to begin at this step, and the time before which
+		// instants go first.
+		var start, end, cut int64
+		depth, src, idx := 0, srcNone, int32(0)
+		switch {
+		case step < 0:
+			if !b.hasGap || mode != trace.ModeWrap {
+				continue
+			}
+			start, end, src, cut = b.gapStart, b.gapEnd, srcDrop, b.gapStart
+		case step < nr:
+			r := &v.ranges[step]
+			if r.Async {
+				continue
+			}
+			start, end, depth, src, idx, cut = r.Start, r.End, int(r.Depth), srcRange, int32(step), r.Start
+		case step == nr:
+			if !b.hasGap || mode == trace.ModeWrap {
+				continue
+			}
+			// Instants at the last event precede the gap.
+			start, end, src, cut = b.gapStart, b.gapEnd, srcDrop, b.gapStart+1
+		default:
+			cut = math.MaxInt64 // and the instants at MaxInt64 below
+		}
+		for ii < nInst {
+			var in instRef
+			if direct {
+				in = instRef{t: marks[ii].Time, src: srcMark, idx: int32(ii)}
+			} else {
+				in = inst[ii]
+			}
+			if in.t >= cut && step <= nr {
+				break
+			}
+			for len(stack) > 0 && stack[len(stack)-1].end < in.t {
+				evs, stack, last = popSlice(evs, stack, last, in.t)
+			}
+			last = max(in.t, last)
+			evs = append(evs, mkev(last, typeInstant, in.src, 0, in.idx))
 			ii++
 		}
-	}
-	if b.hasGap && mode == trace.ModeWrap {
-		instantsBefore(b.gapStart)
-		b.begin(b.gapStart, b.gapEnd, 0, srcDrop, 0)
-	}
-	for i := range v.ranges {
-		r := &v.ranges[i]
-		if r.Async {
+		if src == srcNone {
 			continue
 		}
-		instantsBefore(r.Start)
-		b.begin(r.Start, r.End, int(r.Depth), srcRange, int32(i))
+		depth = max(0, min(depth, len(stack)))
+		for len(stack) > 0 && (len(stack) > depth || stack[len(stack)-1].end < start) {
+			evs, stack, last = popSlice(evs, stack, last, start)
+		}
+		if len(stack) >= maxSliceDepth {
+			b.skipped++
+			continue
+		}
+		start = max(start, last)
+		end = max(end, start)
+		if n := len(stack); n > 0 {
+			end = min(end, stack[n-1].end)
+		}
+		evs = append(evs, mkev(start, typeSliceBegin, src, 0, idx))
+		si := idx
+		if src == srcDrop {
+			si = -1
+		}
+		stack = append(stack, openSlice{end: end, idx: si})
+		last = start
 	}
-	if b.hasGap && mode != trace.ModeWrap {
-		instantsBefore(b.gapStart + 1) // instants at the last event precede the gap
-		b.begin(b.gapStart, b.gapEnd, 0, srcDrop, 0)
-	}
-	for ; ii < len(b.inst); ii++ {
-		b.instant(b.inst[ii])
-	}
-	for len(b.stack) > 0 {
-		b.pop(math.MaxInt64)
+	for len(stack) > 0 {
+		evs, stack, last = popSlice(evs, stack, last, math.MaxInt64)
 	}
 	// Async ranges: one child track per lane.
 	for i := range v.ranges {
@@ -159,16 +238,31 @@ func (b *builder) build(v *warpView, mode trace.Mode) int {
 		end := max(r.End, r.Start)
 		b.laneEnd[l] = end
 		lt := uint16(l + 1)
-		b.evs = append(b.evs,
-			mev{ts: r.Start, typ: typeSliceBegin, src: srcRange, lt: lt, idx: int32(i)},
-			mev{ts: end, typ: typeSliceEnd, src: srcRange, lt: lt, idx: int32(i)})
+		evs = append(evs,
+			mkev(r.Start, typeSliceBegin, srcRange, lt, int32(i)),
+			mkev(end, typeSliceEnd, srcRange, lt, int32(i)))
 	}
+	b.evs, b.stack = evs, stack
 	return len(b.laneEnd)
 }
 
+// popSlice appends the end of the top open slice, at its end clipped to
+// limit and not before last, and pops it.
+func popSlice(evs []mev, stack []openSlice, last, limit int64) ([]mev, []openSlice, int64) {
+	top := stack[len(stack)-1]
+	t := max(min(top.end, limit), last)
+	src := srcRange
+	if top.idx < 0 {
+		src = srcDrop
+	}
+	return append(evs, mkev(t, typeSliceEnd, src, 0, max(top.idx, 0))), stack[:len(stack)-1], t
+}
+
+func cmpMarkTime(a, b trace.Mark) int { return cmp.Compare(a.Time, b.Time) }
+
 // gap sets the interval whose events were dropped: after the last stored
 // event in stop mode, before the first one in wrap mode.
-func (b *builder) gap(v *warpView, mode trace.Mode) {
+func (b *builder) gap(v *warpView, mode trace.Mode, haveInst bool, firstInst, lastInst int64) {
 	b.hasGap = v.info.dropped > 0
 	if !b.hasGap {
 		return
@@ -182,8 +276,8 @@ func (b *builder) gap(v *warpView, mode trace.Mode) {
 		if len(v.ranges) > 0 {
 			end = min(end, v.ranges[0].Start)
 		}
-		if len(b.inst) > 0 {
-			end = min(end, b.inst[0].t)
+		if haveInst {
+			end = min(end, firstInst)
 		}
 		b.gapStart, b.gapEnd = min(in.first, end), end
 		return
@@ -195,54 +289,10 @@ func (b *builder) gap(v *warpView, mode trace.Mode) {
 	for i := range v.ranges {
 		start = max(start, v.ranges[i].End)
 	}
-	if n := len(b.inst); n > 0 {
-		start = max(start, b.inst[n-1].t)
+	if haveInst {
+		start = max(start, lastInst)
 	}
 	b.gapStart, b.gapEnd = start, max(start, in.last)
-}
-
-func (b *builder) pop(limit int64) {
-	top := b.stack[len(b.stack)-1]
-	b.stack = b.stack[:len(b.stack)-1]
-	t := max(min(top.end, limit), b.last)
-	src := srcRange
-	if top.idx < 0 {
-		src = srcDrop
-	}
-	b.evs = append(b.evs, mev{ts: t, typ: typeSliceEnd, src: src, idx: max(top.idx, 0)})
-	b.last = t
-}
-
-func (b *builder) begin(start, end int64, depth int, src uint8, idx int32) {
-	depth = max(0, min(depth, len(b.stack)))
-	for len(b.stack) > 0 && (len(b.stack) > depth || b.stack[len(b.stack)-1].end < start) {
-		b.pop(start)
-	}
-	if len(b.stack) >= maxSliceDepth {
-		b.skipped++
-		return
-	}
-	start = max(start, b.last)
-	end = max(end, start)
-	if n := len(b.stack); n > 0 {
-		end = min(end, b.stack[n-1].end)
-	}
-	b.evs = append(b.evs, mev{ts: start, typ: typeSliceBegin, src: src, idx: idx})
-	si := idx
-	if src == srcDrop {
-		si = -1
-	}
-	b.stack = append(b.stack, openSlice{end: end, idx: si})
-	b.last = start
-}
-
-func (b *builder) instant(in instRef) {
-	for len(b.stack) > 0 && b.stack[len(b.stack)-1].end < in.t {
-		b.pop(in.t)
-	}
-	t := max(in.t, b.last)
-	b.evs = append(b.evs, mev{ts: t, typ: typeInstant, src: in.src, idx: in.idx})
-	b.last = t
 }
 
 // lane returns the lane for async range r: its own when free, else the
@@ -327,12 +377,12 @@ func (b *builder) checkStart(nLanes int) modelCheck {
 // ok reports whether e keeps its track in time order, balanced and at most
 // maxSliceDepth deep.
 func (c *modelCheck) ok(e *mev) bool {
-	lt := int(e.lt)
+	lt := int(e.lt())
 	if lt >= len(c.t) {
 		return false
 	}
 	t := &c.t[lt]
-	t.depth += depthStep[e.typ&3]
+	t.depth += depthStep[e.typ()&3]
 	ok := e.ts >= t.last && uint32(t.depth) <= maxSliceDepth
 	t.last = e.ts
 	return ok
@@ -366,7 +416,7 @@ func (b *builder) check(launch int, slot uint64, nLanes int) error {
 		if e.ts < 0 {
 			return bad(i, "timestamp %d ns is negative", e.ts)
 		}
-		lt := int(e.lt)
+		lt := int(e.lt())
 		if lt >= n {
 			return bad(i, "local track %d of %d", lt, n)
 		}
@@ -374,7 +424,7 @@ func (b *builder) check(launch int, slot uint64, nLanes int) error {
 			return bad(i, "timestamp %d before the track's previous %d", e.ts, b.chkLast[lt])
 		}
 		b.chkLast[lt] = e.ts
-		switch e.typ {
+		switch e.typ() {
 		case typeSliceBegin:
 			b.chkDepth[lt]++
 			if b.chkDepth[lt] > maxSliceDepth {
