@@ -31,7 +31,7 @@ type ctaBuf struct {
 	touched  []uint16
 	src      []int32
 	sortKeys []uint64
-	sortTmp  []uint64
+	grp      grouper
 	kts      []keyTrans // per key index: counter transitions
 	mergeTmp []uint64
 	dst      []int32
