@@ -2,6 +2,7 @@ package perfetto
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -93,21 +94,7 @@ func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
 		w.track(id, ctaID, rank, true, false, true, w.sc, "")
 		rank++
 		ct := w.counterTemplate(id)
-		var v, prevT int64
-		sw := w.sum.walk(key)
-		for k := 0; k < len(ts); {
-			rel := ts[k] >> 1
-			t := tmin + int64(rel)
-			if v != 0 {
-				sw.add(prevT, t, float64(v))
-			}
-			for k < len(ts) && ts[k]>>1 == rel {
-				v += int64(ts[k]&1)*2 - 1
-				k++
-			}
-			w.counter(&ct, t, v)
-			prevT = t
-		}
+		w.counterSteps(&ct, key, ts, tmin)
 	}
 	if len(c.drops) > 0 {
 		slices.SortFunc(c.drops, cmpDeltaTime)
@@ -123,6 +110,70 @@ func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
 			}
 			w.counter(&ct, t, total)
 		}
+	}
+}
+
+// counterSteps writes the samples of one CTA counter track from its sorted
+// transitions ts ((time - tmin) << 1 | begin): at each distinct time, the
+// count after all the transitions at that time. It feeds the launch
+// summary. The packets are those of [Writer.counter], encoded with the
+// buffer and the timestamp cache in locals.
+func (w *Writer) counterSteps(ct *counterTmpl, key uint32, ts []uint64, tmin int64) {
+	b := w.buf
+	if w.opt.Compress {
+		b = w.chunk
+	}
+	tc := w.ts
+	sw := w.sum.walk(key)
+	var v, prevT int64
+	for k := 0; k < len(ts); {
+		rel := ts[k] >> 1
+		t := tmin + int64(rel)
+		if v != 0 {
+			sw.add(prevT, t, float64(v))
+		}
+		for k < len(ts) && ts[k]>>1 == rel {
+			v += int64(ts[k]&1)*2 - 1
+			k++
+		}
+		prevT = t
+		if cap(b)-len(b) < packetSlack {
+			b = slices.Grow(b, packetSlack)
+		}
+		p0 := len(b)
+		q := b[:p0+packetSlack]
+		q[p0] = byte(fTracePacket<<3 | 2)
+		q[p0+2] = byte(fPktTimestamp << 3)
+		i := p0 + 3
+		if u := uint64(t); u>>28 == tc.hi { // tsCache.put
+			x := uint32(u) & (1<<28 - 1)
+			binary.LittleEndian.PutUint32(q[i:i+4], x&0x7f|(x<<1)&0x7f00|(x<<2)&0x7f0000|(x<<3)&0x7f000000|0x80808080)
+			binary.LittleEndian.PutUint64(q[i+4:i+12], tc.enc)
+			i += 4 + tc.n
+		} else {
+			i = tc.miss(q, i, u)
+		}
+		*(*[32]byte)(q[i : i+32]) = ct.b
+		te := i + int(ct.lenAt)
+		i = putUv(q, i+int(ct.n), uint64(v))
+		q[te] = byte(i - te - 1)
+		q[p0+1] = byte(i - p0 - 2)
+		b = q[:i]
+		w.stats.CounterEvents++
+		if len(b) >= defaultFlushBytes { // = defaultCompressChunk
+			w.ts = tc
+			w.commit(b)
+			b = w.buf
+			if w.opt.Compress {
+				b = w.chunk
+			}
+		}
+	}
+	w.ts = tc
+	if w.opt.Compress {
+		w.chunk = b
+	} else {
+		w.buf = b
 	}
 }
 

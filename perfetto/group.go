@@ -6,8 +6,9 @@ import "slices"
 // bits (a range index) increase along the slice and whose high 32 bits (a
 // range name and payload, or a payload) take few distinct values, the
 // pipeline stages. A stable counting sort by the high halves then sorts the
-// keys fully, in two linear passes plus a sort of the distinct high halves;
-// the distinct values are numbered with a small open-addressing table.
+// keys fully, in two linear passes: indexed by the high half itself when
+// its values span a small range, else by numbers given to the distinct
+// values with a small open-addressing table (then sorted).
 type grouper struct {
 	slots []int32  // 1 + group number, 0 = free; a power of two long
 	keys  []uint32 // high half of each group
@@ -21,6 +22,14 @@ type grouper struct {
 // sort sorts ks (see grouper) in place.
 func (g *grouper) sort(ks []uint64) {
 	if len(ks) < 2 || slices.IsSorted(ks) {
+		return
+	}
+	lo, hi := uint32(ks[0]>>32), uint32(ks[0]>>32)
+	for _, k := range ks {
+		lo, hi = min(lo, uint32(k>>32)), max(hi, uint32(k>>32))
+	}
+	if hi-lo < uint32(max(256, len(ks))) {
+		g.sortDense(ks, lo, int(hi-lo)+1)
 		return
 	}
 	g.reset(len(ks))
@@ -48,6 +57,28 @@ func (g *grouper) sort(ks []uint64) {
 	g.tmp = slices.Grow(g.tmp[:0], len(ks))[:len(ks)]
 	for j, k := range ks {
 		i := g.gid[j]
+		g.tmp[g.pos[i]] = k
+		g.pos[i]++
+	}
+	copy(ks, g.tmp)
+}
+
+// sortDense is sort for high halves in [lo, lo+n): a counting sort indexed
+// by the high half itself.
+func (g *grouper) sortDense(ks []uint64, lo uint32, n int) {
+	g.pos = slices.Grow(g.pos[:0], n)[:n]
+	clear(g.pos)
+	for _, k := range ks {
+		g.pos[uint32(k>>32)-lo]++
+	}
+	at := 0
+	for i, c := range g.pos {
+		g.pos[i] = at
+		at += c
+	}
+	g.tmp = slices.Grow(g.tmp[:0], len(ks))[:len(ks)]
+	for _, k := range ks {
+		i := uint32(k>>32) - lo
 		g.tmp[g.pos[i]] = k
 		g.pos[i]++
 	}
