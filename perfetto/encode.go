@@ -128,11 +128,16 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 				k = putAnnot(q, k, daStartCycles, r.StartCycles)
 				k = putAnnot(q, k, daEndCycles, r.EndCycles)
 			} else {
-				x, n := uv56(uint64(r.Payload))
-				binary.LittleEndian.PutUint64(q[k:k+8], annotHead|uint64(3+n)<<8|daPayload<<24)
-				binary.LittleEndian.PutUint64(q[k+5:k+13], x)
-				k += 5 + n
-				x, n = uv56(r.StartCycles)
+				if p := uint64(r.Payload); p < 0x80 {
+					binary.LittleEndian.PutUint64(q[k:k+8], annotSmall(daPayload, p))
+					k += 6
+				} else {
+					x, n := uv56(p)
+					binary.LittleEndian.PutUint64(q[k:k+8], annotHead|uint64(3+n)<<8|daPayload<<24)
+					binary.LittleEndian.PutUint64(q[k+5:k+13], x)
+					k += 5 + n
+				}
+				x, n := uv56(r.StartCycles)
 				binary.LittleEndian.PutUint64(q[k:k+8], annotHead|uint64(3+n)<<8|daStartCycles<<24)
 				binary.LittleEndian.PutUint64(q[k+5:k+13], x)
 				k += 5 + n
@@ -142,7 +147,12 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 				k += 5 + n
 			}
 			if lt > 0 {
-				k = putAnnot(q, k, daLane, uint64(lt-1))
+				if lt <= 0x80 {
+					binary.LittleEndian.PutUint64(q[k:k+8], annotSmall(daLane, uint64(lt-1)))
+					k += 6
+				} else {
+					k = putAnnot(q, k, daLane, uint64(lt-1))
+				}
 			}
 			b = q[:k]
 			if r.Flags != 0 || (flowHeads != nil && flowHeads[e.idx] >= 0) {
@@ -150,8 +160,16 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 			}
 		case srcMark:
 			m := &marks[e.idx]
-			k = putAnnot(q, k, daPayload, uint64(m.Payload))
-			b = q[:putAnnot(q, k, daCycles, m.Cycles)]
+			if m.Payload < 0x80 && m.Cycles < 1<<56 {
+				binary.LittleEndian.PutUint64(q[k:k+8], annotSmall(daPayload, uint64(m.Payload)))
+				x, n := uv56(m.Cycles)
+				binary.LittleEndian.PutUint64(q[k+6:k+14], annotHead|uint64(3+n)<<8|daCycles<<24)
+				binary.LittleEndian.PutUint64(q[k+11:k+19], x)
+				b = q[:k+11+n]
+			} else {
+				k = putAnnot(q, k, daPayload, uint64(m.Payload))
+				b = q[:putAnnot(q, k, daCycles, m.Cycles)]
+			}
 		case srcDrop:
 			k = putAnnot(q, k, daDropped, v.info.dropped)
 			k = putAnnot(q, k, daAttempted, v.info.count)
@@ -215,6 +233,10 @@ func (w *Writer) cutChunk(b []byte) []byte {
 	w.flushChunk()
 	return w.chunk
 }
+
+// annotSmall is the debug annotation {name_iid: iid, uint_value: v} for v
+// below 128: six bytes, little-endian in a uint64.
+func annotSmall(iid, v uint64) uint64 { return annotHead | 4<<8 | iid<<24 | v<<40 }
 
 // uv56 returns v (below 2^56) as varint bytes, little-endian in a uint64,
 // and their number.

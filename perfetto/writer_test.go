@@ -114,6 +114,46 @@ func TestWarpEvents(t *testing.T) {
 	}
 }
 
+// TestAnnotationValues writes values on both sides of the encoder's fast
+// paths (one-byte payloads and lanes, cycle counts below 2^56) and reads
+// them back.
+func TestAnnotationValues(t *testing.T) {
+	type args = map[string]any
+	for _, v := range []struct {
+		payload uint16
+		cycles  uint64
+		lane    int32
+	}{{0, 0, 0}, {127, 1<<56 - 1, 127}, {128, 1 << 56, 128}, {65535, math.MaxUint64, 255}} {
+		ws := testWarps()[:1]
+		ws[0].Ranges = nil
+		for l := int32(0); l <= v.lane; l++ {
+			ws[0].Ranges = append(ws[0].Ranges, async(nTMA, v.payload, 100, 200, l))
+		}
+		r := rng(nLoad, v.payload, 50, 300, 0)
+		r.StartCycles, r.EndCycles = v.cycles, v.cycles/3
+		ws[0].Ranges = append(ws[0].Ranges, r)
+		ws[0].Marks = []trace.Mark{{Name: nKernelStart, Payload: v.payload, Time: t0 + 40, Cycles: v.cycles}}
+		m := resolve(t, readPackets(t, writeLaunch(t, Options{}, testMeta(), ws)))
+		warp := []string{"GPU · Test GPU", "launch 0 · warp_roles", "SM 0", "CTA 0", "warp 0 · producer"}
+		ev := m.events[m.path(t, warp...)]
+		common := args{"sm": uint64(0), "cta": uint64(0), "warp": uint64(0), "payload": uint64(v.payload)}
+		mark, load := args{"cycles": v.cycles}, args{"start_cycles": v.cycles, "end_cycles": v.cycles / 3}
+		for k, x := range common {
+			mark[k], load[k] = x, x
+		}
+		if diff := cmp.Diff(mark, ev[0].args); diff != "" {
+			t.Errorf("%+v: mark annotations (-want +got):\n%s", v, diff)
+		}
+		if diff := cmp.Diff(load, ev[1].args); diff != "" {
+			t.Errorf("%+v: range annotations (-want +got):\n%s", v, diff)
+		}
+		lane := m.events[m.path(t, append(warp, fmt.Sprintf("async lane %d", v.lane))...)]
+		if got := lane[0].args["lane"]; got != uint64(v.lane) {
+			t.Errorf("%+v: lane annotation %v", v, got)
+		}
+	}
+}
+
 func TestFlows(t *testing.T) {
 	tests := []struct {
 		name  string
