@@ -66,3 +66,17 @@ func analyze(c *trace.Capture, i int, opt trace.Options, also ...func(*trace.War
 	a.Clocks = d.Clocks()
 	return a, nil
 }
+
+// droppedText says how many events were dropped, "at least" when a warp's
+// count saturated, and names the warps whose records cannot be trusted
+// (lanes that disagreed, saturated counts): empty for neither.
+func droppedText(s trace.Summary) string {
+	out := fmt.Sprintf("%d dropped", s.Dropped)
+	if s.CountSaturated > 0 {
+		out = fmt.Sprintf("at least %d dropped (%d warps' counts saturated)", s.Dropped, s.CountSaturated)
+	}
+	if s.LanesDiverged > 0 {
+		out += fmt.Sprintf(", %d warps whose lanes recorded different numbers of events (records may be overwritten; see tr.sync_lanes)", s.LanesDiverged)
+	}
+	return out
+}

@@ -354,3 +354,50 @@ func TestExportOntoItself(t *testing.T) {
 		t.Errorf("the capture changed (err %v)", err)
 	}
 }
+
+// TestFlaggedWarps: a warp whose lanes disagreed and one whose count
+// saturated fail strict validation with their own messages, and lenient
+// validate and stats say "at least" and name the diverged warps.
+func TestFlaggedWarps(t *testing.T) {
+	l := &emu.Launch{
+		Kernel: "flags", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{32, 1, 1}, Capacity: 5,
+		Names: emu.MustNames("ROLE worker", "RANGE step"),
+	}
+	a := l.Warp([3]uint32{0, 0, 0}, 0)
+	a.Role("worker", 1000).Push("step", 0, 1100).Pop(1200)
+	a.LanesDiverged = true
+	b := l.Warp([3]uint32{1, 0, 0}, 0)
+	b.Role("worker", 1000)
+	for i := uint64(0); i < 4; i++ {
+		b.Push("step", uint16(i), 1100+200*i).Pop(1200 + 200*i)
+	}
+	b.SaturateAt = 7
+	raw, err := l.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "flags.iket")
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "validate", path)
+	if code != exitCheckFail {
+		t.Fatalf("strict validate: exit %d, want %d:\n%s", code, exitCheckFail, out)
+	}
+	for _, want := range []string{"lanes recorded different numbers of events", "tr.sync_lanes()", "at least"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("strict validate lacks %q:\n%s", want, out)
+		}
+	}
+	for _, args := range [][]string{{"validate", "--lenient", path}, {"stats", path}} {
+		code, out, errs := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+		for _, want := range []string{"at least 2 dropped (1 warps' counts saturated)", "1 warps whose lanes recorded different numbers of events"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v lacks %q:\n%s", args, want, out)
+			}
+		}
+	}
+}

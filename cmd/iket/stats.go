@@ -78,8 +78,8 @@ func runStats(path string, o statsOptions, stdout io.Writer) error {
 
 func writeStatsTable(w io.Writer, a *analysis, names []string, m [][]float64) {
 	meta := a.Launch.Meta
-	fmt.Fprintf(w, "%s: grid %v block %v, %d warps, %d events, %d dropped\n\n",
-		meta.Kernel, meta.Grid, meta.Block, a.Summary.Warps, a.Summary.Stored, a.Summary.Dropped)
+	fmt.Fprintf(w, "%s: grid %v block %v, %d warps, %d events, %s\n\n",
+		meta.Kernel, meta.Grid, meta.Block, a.Summary.Warps, a.Summary.Stored, droppedText(a.Summary))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "role\trange\tcount\tmean\tp50\tp99\tmax\tshare\t")
 	for _, s := range a.Analyzer.Stats() {

@@ -70,8 +70,8 @@ func runValidate(path string, o validateOptions, stdout io.Writer) error {
 			js = append(js, v)
 			continue
 		}
-		fmt.Fprintf(stdout, "launch %d %s: %d warps, %d events stored, %d dropped, %d violations\n",
-			i, l.Meta.Kernel, s.Warps, s.Stored, s.Dropped, s.TotalViolations())
+		fmt.Fprintf(stdout, "launch %d %s: %d warps, %d events stored, %s, %d violations\n",
+			i, l.Meta.Kernel, s.Warps, s.Stored, droppedText(s), s.TotalViolations())
 		if verr != nil {
 			fmt.Fprintf(stdout, "%v\n", verr)
 		}
