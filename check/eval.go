@@ -138,15 +138,23 @@ func evalNoDrops(res *Result, in Input) {
 	d := in.Analyzer.Drops()
 	res.Value = float64(max(d.Total, in.Summary.Dropped))
 	res.Pass = res.Value == 0
+	atLeast := ""
+	if d.AtLeast {
+		atLeast = "at least " // a warp's event counter saturated
+	}
 	if w, ok := d.Worst(); ok {
-		res.Worst = fmt.Sprintf("%s dropped %d of %d events", w.WarpRef, w.Dropped, w.Count)
+		of := ""
+		if w.AtLeast {
+			of = "at least "
+		}
+		res.Worst = fmt.Sprintf("%s dropped %s%d of %s%d events", w.WarpRef, of, w.Dropped, of, w.Count)
 	}
 	if res.Pass {
 		res.Message = fmt.Sprintf("no events dropped (%d recorded)", d.Attempted)
 		return
 	}
-	res.Message = fmt.Sprintf("%d of %d events dropped in %d warps (capacity %d, %s mode)",
-		uint64(res.Value), d.Attempted, len(d.Warps), metaCapacity(in), metaMode(in))
+	res.Message = fmt.Sprintf("%s%d of %s%d events dropped in %d warps (capacity %d, %s mode)",
+		atLeast, uint64(res.Value), atLeast, d.Attempted, len(d.Warps), metaCapacity(in), metaMode(in))
 }
 
 func metaCapacity(in Input) uint32 {

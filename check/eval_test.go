@@ -33,11 +33,12 @@ type rg struct {
 }
 
 type wp struct {
-	cta     uint64
-	warp    uint32
-	role    uint16
-	dropped uint64
-	ranges  []rg
+	cta       uint64
+	warp      uint32
+	role      uint16
+	dropped   uint64
+	saturated bool // the warp's event counter saturated: counts are lower bounds
+	ranges    []rg
 }
 
 // analyzer adds hand-built warps (slot cta*4+warp, alive [0, 200)).
@@ -47,7 +48,7 @@ func analyzer(t *testing.T, meta *trace.LaunchMeta, ws ...wp) *trace.Analyzer {
 	for _, d := range ws {
 		w := trace.Warp{Slot: d.cta*4 + uint64(d.warp), SM: uint32(d.cta), CTA: [3]uint32{uint32(d.cta), 0, 0},
 			Warp: d.warp, CTALinear: d.cta, Role: d.role, Started: true, Finished: true, Last: 200,
-			Stored: 2 * len(d.ranges), Dropped: d.dropped}
+			Stored: 2 * len(d.ranges), Dropped: d.dropped, CountSaturated: d.saturated}
 		w.Count = uint64(w.Stored) + d.dropped
 		for _, r := range d.ranges {
 			w.Ranges = append(w.Ranges, trace.Range{Name: r.name, Payload: r.payload, Start: r.start, End: r.end})
@@ -103,6 +104,7 @@ func TestEvaluate(t *testing.T) {
 	ord := Input{Meta: meta, Analyzer: analyzer(t, meta, ordered()...)}
 	lat := Input{Meta: &withLatency, Analyzer: pipe.Analyzer}
 	dropped := analyzer(t, meta, wp{cta: 0, warp: 0, dropped: 1}, wp{cta: 0, warp: 1, dropped: 0})
+	saturated := analyzer(t, meta, wp{cta: 0, warp: 0, dropped: 3, saturated: true})
 	clean := Input{Meta: meta, Analyzer: pipe.Analyzer, Summary: trace.Summary{Warps: 6,
 		Violations: map[trace.ViolationKind]int{trace.DroppedEvents: 4}}}
 	bad := Input{Meta: meta, Analyzer: pipe.Analyzer, Summary: trace.Summary{Warps: 6, WarpErrors: 1,
@@ -127,6 +129,7 @@ func TestEvaluate(t *testing.T) {
 		// no_drops
 		{"no_drops", pipe, true, 0, "", "no events dropped"},
 		{"no_drops", Input{Meta: meta, Analyzer: dropped}, false, 1, "warp 0 (sm 0, cta 0,0,0, warp 0) dropped 1 of 1 events", "1 of 1 events dropped in 1 warps (capacity 16, stop mode)"},
+		{"no_drops", Input{Meta: meta, Analyzer: saturated}, false, 3, "warp 0 (sm 0, cta 0,0,0, warp 0) dropped at least 3 of at least 3 events", "at least 3 of at least 3 events dropped in 1 warps (capacity 16, stop mode)"},
 		// overlap: 22/30 = 0.7333.
 		{"overlap(producer_load, consumer_compute) >= 0.73", pipe, true, 22.0 / 30, "cta 0,0,0: 0.600 (12 of 20 ns)", "73.3% of producer_load's time"},
 		{"overlap(producer_load, consumer_compute) >= 0.74", pipe, false, 22.0 / 30, "cta 0,0,0", ""},
