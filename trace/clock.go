@@ -45,7 +45,10 @@ type ClockFit struct {
 // within 2^-12 ns of a tie may round either way. Non-finite fits give an
 // unspecified value, never a panic.
 func (f *ClockFit) Ns(cycles uint64) int64 {
-	return f.RefNs - 1<<40 + int64(f.OffsetNs+(0x1p40+0.5)+f.NsPerCycle*float64(int64(cycles-f.RefCycles)))
+	// float64() rounds the product, so no platform fuses it with the add
+	// (Go allows an FMA otherwise) and the decoder's copy of this
+	// expression gives the same bits everywhere.
+	return f.RefNs - 1<<40 + int64(f.OffsetNs+(0x1p40+0.5)+float64(f.NsPerCycle*float64(int64(cycles-f.RefCycles))))
 }
 
 // Cycles is the inverse of [ClockFit.Ns], rounded to the nearest cycle.

@@ -603,6 +603,6 @@ func decodeForward(ev []Event, raw []byte, start uint64, k *clockTerms) {
 		c += uint64(uint32(r) - uint32(c))
 		e := &ev[j]
 		e.hi, e.cycles = uint32(r>>32), c
-		e.time = k.refNs + int64(base+slope*float64(int64(c-refC)))
+		e.time = k.refNs + int64(base+float64(slope*float64(int64(c-refC))))
 	}
 }
