@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -699,5 +700,79 @@ func TestGPUNoLeaks(t *testing.T) {
 	}
 	if _, err := d2.Alloc(1); !errors.Is(err, ErrDeviceUnusable) {
 		t.Errorf("Alloc after Close: %v", err)
+	}
+}
+
+// lanesSource records from lane 0 alone, then with the whole warp (after
+// tr.sync_lanes() when sync is set), then a range_next.
+const lanesSource = `#include "iket.cuh"
+#define LANES_NAMES(X) X(MARK, solo) X(MARK, all) X(RANGE, first) X(RANGE, second)
+IKET_NAMES(LANES_NAMES)
+extern "C" __global__ void lanes(int sync) {
+  iket::Warp tr;
+  if (threadIdx.x % 32 == 0) tr.mark(iket_id::solo, 7);
+  if (sync) tr.sync_lanes();
+  tr.mark(iket_id::all);
+  tr.range_push(iket_id::first, 1);
+  tr.range_next(iket_id::second, 2);
+  tr.range_pop();
+}
+`
+
+// TestGPULanes checks the lane rule on the device: lanes that recorded
+// separately and then record together set header flag bit 2, which strict
+// decoding reports; tr.sync_lanes() rejoins them and the records are whole;
+// range_next writes a pop and a push with one clock value.
+func TestGPULanes(t *testing.T) {
+	d := openGPU(t)
+	m, err := d.Compile(Source{Path: "lanes.cu", Kind: KindCU, Data: []byte(lanesSource)}, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cfg := LaunchConfig{Kernel: "lanes", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}}
+	const solo, all, first, second = 1, 2, 3, 4
+	for _, sync := range []int32{1, 0} {
+		t.Run(fmt.Sprintf("sync %d", sync), func(t *testing.T) {
+			res, err := m.Trace(cfg, []Arg{I32(sync)}, TraceOptions{Capacity: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for s := uint64(0); s < res.Meta.Warps; s++ {
+				h, evs := slot(t, res, s)
+				diverged := h.Flags&trace.FlagLanesDiverged != 0
+				if h.Count != 6 || h.Flags&3 != 3 || h.Flags&trace.FlagCountSaturated != 0 || diverged != (sync == 0) {
+					t.Fatalf("slot %d header %+v: want count 6, finished, lanes diverged %v", s, h, sync == 0)
+				}
+				if sync == 0 {
+					continue
+				}
+				want := []rawEvent{{trace.KindMark, solo, 7}, {trace.KindMark, all, 0}, {trace.KindPush, first, 1},
+					{trace.KindPop, 0, 0}, {trace.KindPush, second, 2}, {trace.KindPop, 0, 0}}
+				if diff := cmp.Diff(want, evs); diff != "" {
+					t.Fatalf("slot %d events (-want +got):\n%s", s, diff)
+				}
+				st := res.Meta.Stride()
+				b := res.Buffers[int64(s)*st+trace.WarpHeaderSize:]
+				pop := trace.Record(binary.LittleEndian.Uint64(b[3*8:]))
+				push := trace.Record(binary.LittleEndian.Uint64(b[4*8:]))
+				if pop.Clock() != push.Clock() {
+					t.Errorf("slot %d: range_next's pop at cycle %d, its push at %d: want one clock read", s, pop.Clock(), push.Clock())
+				}
+			}
+			path := filepath.Join(t.TempDir(), "lanes.iket")
+			if err := WriteCapture(path, trace.Meta{Version: trace.FormatVersion, Tool: "iket-test"}, res); err != nil {
+				t.Fatal(err)
+			}
+			c, err := trace.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_, verr := trace.Validate(c.Launch(0), trace.Options{Strict: true})
+			if (verr != nil) != (sync == 0) || (verr != nil && !strings.Contains(verr.Error(), "lanes recorded different numbers of events")) {
+				t.Errorf("strict validation: %v, want an error naming the lanes only without sync", verr)
+			}
+		})
 	}
 }
