@@ -170,6 +170,7 @@ func (j *jsonWriter) warp(pid int, lm *trace.LaunchMeta, wp *trace.Warp) {
 	if n := len(wp.Events); n > 0 {
 		v.info.hasEv, v.info.firstEv, v.info.lastEv = true, wp.Events[0].Time(), wp.Events[n-1].Time()
 	}
+	sortRanges(v.ranges)
 	nl := j.bd.build(&v, lm.Mode)
 	name := fmt.Sprintf("sm %d · cta %d,%d,%d · warp %d", wp.SM, wp.CTA[0], wp.CTA[1], wp.CTA[2], wp.Warp)
 	if wp.Role != 0 {

@@ -112,6 +112,7 @@ type builder struct {
 // local track and LIFO for slices, whatever the input: children are clipped
 // to their parent, a sibling ends no later than the next one begins, and
 // async ranges go to the first free lane. It returns the number of lanes.
+// v.ranges must be sorted by start, then depth ([sortRanges]).
 //
 // It is one loop over the slices to begin (the wrap-mode gap, the ranges,
 // the stop-mode gap), each preceded by the instants before it; the events
@@ -120,7 +121,6 @@ func (b *builder) build(v *warpView, mode trace.Mode) int {
 	b.inst = b.inst[:0]
 	b.laneEnd = b.laneEnd[:0]
 	b.skipped = 0
-	sortRanges(v.ranges)
 	// Instants in time order: the marks themselves when they are sorted and
 	// there are no violations (the usual case), else b.inst.
 	marks := v.marks
