@@ -39,7 +39,7 @@ step wrap ./bin/iket run warp_roles --capacity 4 --mode wrap --no-timing -o "$OU
 root=$PWD
 absout=$(cd "$OUT" && pwd)
 while read -r name rel; do
-  step "test-$name" env -C "$rel" IKET_REQUIRE_GPU=1 IKET_TEST_OUT="$absout" "$root/bin/$name.test" -test.timeout 200s
+  step "test-$name" env -C "$rel" IKET_REQUIRE_GPU=1 IKET_TEST_OUT="$absout" "$root/bin/$name.test" -test.v -test.timeout 200s
 done < bin/tests.txt
 # A kernel that hangs and one that faults, through the CLI: each must exit 2
 # with a diagnosis (hang) or the CUDA error (fault) and keep its partial
