@@ -21,9 +21,7 @@ type ctaBuf struct {
 	flows    []flowRef
 
 	// scratch for counters and flows
-	deltas []delta
-	trans  []delta
-	keys   []keyCount
+	keys []keyCount
 	// nameRole[n] is 1 + the role of the warps using range name n, 0 when
 	// unused, roleShared when several roles use it; touched lists the set
 	// entries, to reset.
@@ -281,14 +279,6 @@ func (w *Writer) commit(b []byte) {
 	}
 }
 
-func appendTrackEventEnd(b []byte, track uint64) []byte {
-	var at int
-	b, at = openLen(b, fPktTrackEvent)
-	b = appendVarintField(b, fTEType, typeSliceEnd)
-	b = appendVarintField(b, fTETrackUUID, track)
-	return closeLen(b, at)
-}
-
 func appendName(b []byte, lm *trace.LaunchMeta, id uint16) []byte {
 	if id == 0 {
 		return append(b, "(unnamed)"...)
@@ -343,11 +333,4 @@ func cmpDeltaTime(a, b delta) int {
 		return c
 	}
 	return cmp.Compare(a.d, b.d) // ends before begins
-}
-
-func cmpDeltaKey(a, b delta) int {
-	if c := cmp.Compare(a.key, b.key); c != 0 {
-		return c
-	}
-	return cmpDeltaTime(a, b)
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // encodeEvents checks the warp's model events (w.bd.evs) one at a time
-// against the per-track rules of [modelCheck] and encodes each as a
+// against the per-track rules of [builder.check] (state in chk, see
+// modelCheck) and encodes each as a
 // TracePacket straight into the output (or compression) buffer. It returns
 // the index of the first event that fails the check, or -1 when all pass.
 //
@@ -42,7 +43,9 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 	evs := w.bd.evs
 	for i := range evs {
 		e := &evs[i]
-		// The model check (modelCheck.ok).
+		// The model check: the event's track exists, its time is not before
+		// the track's previous one (which starts at 0, so not negative) and
+		// its slice depth stays within [0, maxSliceDepth].
 		lt := int(e.lt())
 		if lt >= len(chk) || lt >= len(lanes) {
 			bad = i

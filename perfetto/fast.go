@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"slices"
-
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // The hot path writes packets straight into the output buffer. Before each
@@ -21,40 +19,6 @@ func grow(b []byte, n int) []byte {
 	return b
 }
 
-// putVarint appends v; b must have 10 bytes of spare capacity. Small values
-// take a byte or two; larger ones are spread into 7-bit groups with shifts
-// and stored with one 8-byte write (timestamps take 9 bytes, cycles 5-6).
-func putVarint(b []byte, v uint64) []byte {
-	if v < 0x80 {
-		return append(b, byte(v))
-	}
-	return putVarintLong(b, v)
-}
-
-func putVarintLong(b []byte, v uint64) []byte {
-	i := len(b)
-	if v < 0x4000 {
-		return append(b, byte(v)|0x80, byte(v>>7))
-	}
-	b = b[:i+10]
-	d := b[i : i+10 : i+10]
-	n := (bits.Len64(v) + 6) / 7
-	if n <= 8 {
-		y := spread7(v) | 0x8080808080808080>>(8*(9-n))
-		binary.LittleEndian.PutUint64(d, y)
-		return b[:i+n]
-	}
-	binary.LittleEndian.PutUint64(d, spread7(v&(1<<56-1))|0x8080808080808080)
-	hi := v >> 56
-	if hi < 0x80 {
-		d[8] = byte(hi)
-		return b[:i+9]
-	}
-	d[8] = byte(hi) | 0x80
-	d[9] = byte(hi >> 7)
-	return b[:i+10]
-}
-
 // spread7 places the 7-bit groups of x (below 2^56) in the low 7 bits of
 // successive bytes.
 func spread7(x uint64) uint64 {
@@ -63,37 +27,8 @@ func spread7(x uint64) uint64 {
 	return x&0x007f007f007f007f | (x&0x3f803f803f803f80)<<1
 }
 
-// putTag appends a field tag below 16 (one byte) with its varint value.
-func putVarintField1(b []byte, num protowire.Number, v uint64) []byte {
-	b = append(b, byte(num<<3))
-	return putVarint(b, v)
-}
-
-// putAnnotUint appends a debug annotation {name_iid: iid (< 128), uint_value: v}.
-func putAnnotUint(b []byte, iid byte, v uint64) []byte {
-	i := len(b)
-	b = append(b, byte(fTEDebugAnnotations<<3|2), 0, byte(fDANameIID<<3), iid, byte(fDAUintValue<<3))
-	b = putVarint(b, v)
-	b[i+1] = byte(len(b) - i - 2)
-	return b
-}
-
-// openPacket starts a framed Trace.packet in the output (or compression)
-// buffer; closePacket ends it.
-func (w *Writer) openPacket() ([]byte, int) {
-	b := w.buf
-	if w.opt.Compress {
-		b = w.chunk
-	}
-	b = grow(b, packetSlack)
-	b = append(b, byte(fTracePacket<<3|2), 0)
-	return b, len(b) - 1
-}
-
-func (w *Writer) closePacket(b []byte, at int) { w.commit(closeLen(b, at)) }
-
 // warpTemplate precomputes the bytes that every event of a warp shares, as
-// fixed-size arrays that writeEvent copies whole (a few register moves, no
+// fixed-size arrays that encodeEvents copies whole (a few register moves, no
 // memmove call) before advancing by their real length.
 type warpTemplate struct {
 	flags  [16]byte // trusted_packet_sequence_id and sequence_flags = NEEDS_INCREMENTAL_STATE

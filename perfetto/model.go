@@ -352,9 +352,9 @@ func (e *ModelError) Error() string {
 	return fmt.Sprintf("launch %d warp %d: model event %d: %s", e.Launch, e.Slot, e.Event, e.Msg)
 }
 
-// modelCheck applies the rules of [builder.check] one event at a time, as
-// the writer encodes them; on a failure the writer calls check for the
-// error, which says what and where.
+// modelCheck is the state in which [Writer.encodeEvents] applies the rules
+// of [builder.check] one event at a time, as it encodes them; on a failure
+// the writer calls check for the error, which says what and where.
 type modelCheck struct {
 	t []chkState // per local track
 }
@@ -372,20 +372,6 @@ func (b *builder) checkStart(nLanes int) modelCheck {
 	b.chk = slices.Grow(b.chk[:0], n)[:n]
 	clear(b.chk)
 	return modelCheck{t: b.chk}
-}
-
-// ok reports whether e keeps its track in time order, balanced and at most
-// maxSliceDepth deep.
-func (c *modelCheck) ok(e *mev) bool {
-	lt := int(e.lt())
-	if lt >= len(c.t) {
-		return false
-	}
-	t := &c.t[lt]
-	t.depth += depthStep[e.typ()&3]
-	ok := e.ts >= t.last && uint32(t.depth) <= maxSliceDepth
-	t.last = e.ts
-	return ok
 }
 
 // done reports whether every track's slices ended.
