@@ -33,6 +33,7 @@ type ctaBuf struct {
 	kts      []keyTrans // per key index: counter transitions
 	mergeTmp []uint64
 	dst      []int32
+	dstStart []int64 // start of each dst range
 	roles    []uint16
 	drops    []delta
 	open     []openUnion

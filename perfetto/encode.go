@@ -218,15 +218,24 @@ func (w *Writer) appendRangeExtras(b []byte, r *trace.Range, flowHeads []int32, 
 	if flowHeads != nil {
 		for f := flowHeads[idx]; f >= 0; f = w.cta.flows[f].next {
 			fr := &w.cta.flows[f]
-			if fr.term {
-				b = appendFixed64Field(b, fTETerminatingFlows, fr.id)
-			} else {
-				b = appendFixed64Field(b, fTEFlowIDs, fr.id)
+			b = appendFlowID(b, fr.id, fr.term)
+			if !fr.term {
 				w.stats.Flows++
 			}
 		}
 	}
 	return b
+}
+
+// appendFlowID appends a flow id as a flow_ids field or, when term, a
+// terminating_flow_ids field: unpacked fixed64s, a two-byte tag (fields 47
+// and 48, wire type 1) then the id.
+func appendFlowID(b []byte, id uint64, term bool) []byte {
+	const flow, termFlow = fTEFlowIDs<<3 | 1, fTETerminatingFlows<<3 | 1
+	if term {
+		return binary.LittleEndian.AppendUint64(append(b, termFlow&0x7f|0x80, termFlow>>7), id)
+	}
+	return binary.LittleEndian.AppendUint64(append(b, flow&0x7f|0x80, flow>>7), id)
 }
 
 // cutChunk makes b, which holds whole packets, the compression chunk and

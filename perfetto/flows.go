@@ -3,7 +3,6 @@ package perfetto
 import (
 	"cmp"
 	"slices"
-	"sort"
 )
 
 // matchFlows links producer ranges to consumer ranges of the CTA. The rule
@@ -105,8 +104,10 @@ func (w *Writer) matchFlows() {
 				continue
 			}
 			c.dst = c.dst[:0]
+			c.dstStart = c.dstStart[:0]
 			for _, k := range c.sortedKeys(c.sortKeys) {
 				c.dst = append(c.dst, int32(uint32(k)))
+				c.dstStart = append(c.dstStart, rs[uint32(k)].Start)
 			}
 			w.matchPair()
 		}
@@ -121,25 +122,27 @@ func (c *ctaBuf) sortedKeys(ks []uint64) []uint64 {
 }
 
 // matchPair matches c.src (sorted by name, payload, end) to c.dst (sorted by
-// payload, start).
+// payload, start; c.sortKeys holds their keys, payload<<32 | index, and
+// c.dstStart their starts).
 func (w *Writer) matchPair() {
 	c := &w.cta
 	rs := c.ranges
+	dk, ds := c.sortKeys, c.dstStart
 	for i := 0; i < len(c.src); {
 		n, p := rs[c.src[i]].Name, rs[c.src[i]].Payload
 		j := i
 		for j < len(c.src) && rs[c.src[j]].Name == n && rs[c.src[j]].Payload == p {
 			j++
 		}
-		lo := sort.Search(len(c.dst), func(k int) bool { return rs[c.dst[k]].Payload >= p })
+		lo, _ := slices.BinarySearch(dk, uint64(p)<<32)
 		hi := lo
-		for hi < len(c.dst) && rs[c.dst[hi]].Payload == p {
+		for hi < len(dk) && uint16(dk[hi]>>32) == p {
 			hi++
 		}
 		ptr := lo
 		for k := i; k < j; k++ {
 			x := &rs[c.src[k]]
-			for ptr < hi && (rs[c.dst[ptr]].Start < x.End || rs[c.dst[ptr]].Start <= x.Start) {
+			for ptr < hi && (ds[ptr] < x.End || ds[ptr] <= x.Start) {
 				ptr++
 			}
 			if ptr >= hi {

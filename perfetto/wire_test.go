@@ -113,9 +113,9 @@ func TestFlowIDsWire(t *testing.T) {
 	}
 	// And the writer's own encoding of a flow source reads back the same.
 	var got []byte
-	got = appendFixed64Field(got, fTEFlowIDs, 7)
-	got = appendFixed64Field(got, fTEFlowIDs, 9)
-	got = appendFixed64Field(got, fTETerminatingFlows, 3)
+	got = appendFlowID(got, 7, false)
+	got = appendFlowID(got, 9, false)
+	got = appendFlowID(got, 3, true)
 	if !bytes.Equal(b, got) {
 		t.Errorf("writer bytes %x, marshal bytes %x", got, b)
 	}
