@@ -130,8 +130,8 @@ func (w *Writer) counterSteps(ct *counterTmpl, key uint32, ts []uint64, tmin int
 		rel := ts[k] >> 1
 		t := tmin + int64(rel)
 		if v != 0 {
-			if sw.b != nil && prevT >= sw.lo && prevT >= 0 && t <= sw.lo+sw.width {
-				sw.b[sw.i] += float64(v) * float64(t-prevT) // within the walk's bin
+			if sw.x != nil && prevT >= sw.lo && prevT >= 0 && t <= sw.lo+sw.width {
+				sw.x[sw.i] += float64(v) * float64(t-prevT) // within the walk's bin
 			} else {
 				sw.add(prevT, t, float64(v))
 			}

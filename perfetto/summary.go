@@ -14,8 +14,10 @@ type summary struct {
 	origin int64
 	width  int64
 	have   bool
-	bins   map[uint32][]float64
-	tmp    []float64
+	// bins holds per key 2*nb values: the integral over each bin, then the
+	// differences of the whole-bin values still to add (see addSpan).
+	bins map[uint32][]float64
+	tmp  []float64
 }
 
 func (s *summary) reset(nb int) {
@@ -36,18 +38,50 @@ func (s *summary) add(key uint32, t0, t1 int64, v float64) {
 	if !s.ensure(t0, t1) {
 		return
 	}
-	b := s.bins[key]
-	if b == nil {
-		b = make([]float64, s.nb)
-		s.bins[key] = b
+	x := s.bins[key]
+	if x == nil {
+		x = s.newKey(key)
 	}
-	for i := (t0 - s.origin) / s.width; i < int64(s.nb); i++ {
-		lo := s.origin + i*s.width
-		if lo >= t1 {
-			break
-		}
-		hi := lo + s.width
-		b[i] += v * float64(min(hi, t1)-max(lo, t0))
+	s.addSpan(x, t0, t1, v)
+}
+
+func (s *summary) newKey(key uint32) []float64 {
+	x := make([]float64, 2*s.nb)
+	s.bins[key] = x
+	return x
+}
+
+// addSpan adds v over [t0, t1), inside the bins, to a key's values x: the
+// first and last bins' parts directly, the whole bins between as v times
+// the width, kept as a difference (+v at the first, -v after the last) that
+// settle adds in, so that a long span costs no more than a short one. The
+// values are integers (warps times ns) far below 2^53, so the float sums
+// are exact whatever their order.
+func (s *summary) addSpan(x []float64, t0, t1 int64, v float64) {
+	b, d := x[:s.nb], x[s.nb:2*s.nb]
+	i0 := (t0 - s.origin) / s.width
+	i1 := (t1 - 1 - s.origin) / s.width
+	if i0 == i1 {
+		b[i0] += v * float64(t1-t0)
+		return
+	}
+	b[i0] += v * float64(s.origin+(i0+1)*s.width-t0)
+	b[i1] += v * float64(t1-(s.origin+i1*s.width))
+	if i1 > i0+1 {
+		d[i0+1] += v
+		d[i1] -= v
+	}
+}
+
+// settle adds a key's pending whole-bin values (addSpan) into its bins.
+func (s *summary) settle(x []float64) {
+	b, d := x[:s.nb], x[s.nb:2*s.nb]
+	w := float64(s.width)
+	var run float64
+	for i := range b {
+		run += d[i]
+		b[i] += run * w
+		d[i] = 0
 	}
 }
 
@@ -58,9 +92,9 @@ func (s *summary) add(key uint32, t0, t1 int64, v float64) {
 type binWalk struct {
 	s             *summary
 	key           uint32
-	b             []float64
-	origin, width int64 // the layout i and lo were computed for
-	i, lo         int64 // bin i starts at lo
+	x             []float64 // the key's values (summary.bins)
+	origin, width int64     // the layout i and lo were computed for
+	i, lo         int64     // bin i starts at lo
 }
 
 func (s *summary) walk(key uint32) binWalk { return binWalk{s: s, key: key} }
@@ -77,14 +111,13 @@ func (w *binWalk) add(t0, t1 int64, v float64) {
 			return
 		}
 	}
-	if w.b == nil {
-		if w.b = s.bins[w.key]; w.b == nil {
-			w.b = make([]float64, s.nb)
-			s.bins[w.key] = w.b
+	if w.x == nil {
+		if w.x = s.bins[w.key]; w.x == nil {
+			w.x = s.newKey(w.key)
 		}
 		w.width = 0
 	}
-	if w.width != s.width || w.origin != s.origin || t0 < w.lo {
+	if w.width != s.width || w.origin != s.origin || t0 < w.lo || t0-w.lo >= 4*w.width {
 		w.origin, w.width = s.origin, s.width
 		w.i = (t0 - s.origin) / s.width
 		w.lo = s.origin + w.i*s.width
@@ -93,7 +126,11 @@ func (w *binWalk) add(t0, t1 int64, v float64) {
 		w.i++
 		w.lo += w.width
 	}
-	b := w.b[:s.nb]
+	if t1-w.lo > 3*w.width {
+		s.addSpan(w.x, t0, t1, v)
+		return
+	}
+	b := w.x[:s.nb]
 	for {
 		hi := w.lo + w.width
 		if t1 <= hi {
@@ -121,7 +158,9 @@ func (s *summary) ensure(t0, t1 int64) bool {
 			return false
 		}
 		left := t0 < s.origin
-		for _, b := range s.bins {
+		for _, x := range s.bins {
+			s.settle(x)
+			b := x[:s.nb]
 			s.tmp = append(s.tmp[:0], b...)
 			clear(b)
 			for i, x := range s.tmp {
@@ -166,7 +205,9 @@ func (w *Writer) writeSummary() {
 	})
 	desc := fmt.Sprintf("mean over bins of %d ns across the launch", s.width)
 	for i, k := range keys {
-		b := s.bins[k]
+		x := s.bins[k]
+		s.settle(x)
+		b := x[:s.nb]
 		lo, hi := -1, -1
 		for j, x := range b {
 			if x != 0 {

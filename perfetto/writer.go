@@ -28,7 +28,7 @@ type Options struct {
 	// range, dropped events) and the launch summary tracks.
 	Counters bool
 	// SummaryBins is the number of time bins of each launch summary track
-	// (0 means 256). Memory per summary track is 8 bytes per bin.
+	// (0 means 256). Memory per summary track is 16 bytes per bin.
 	SummaryBins int
 }
 
