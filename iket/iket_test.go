@@ -532,11 +532,12 @@ func TestStraddles(t *testing.T) {
 		want    bool
 	}{
 		{0x7f0000000000, 1 << 20, false},
-		{0x7f00fffff000, 0x1000, false},  // ends exactly at the boundary
-		{0x7f00fffff000, 0x1001, true},   // one byte over
-		{0x7f00fffffff8, 8, false},       // the last 8 bytes of a window
-		{0x7f0100000000, 1 << 32, false}, // one whole window
-		{0x7f0100000000, 1<<32 + 1, true},
+		{0x7f00fffff000, 0x1000 - windowMargin, false}, // ends the margin below the boundary
+		{0x7f00fffff000, 0x1000 - windowMargin + 1, true},
+		{0x7f00fffff000, 0x1000, true}, // ends exactly at the boundary: no room for the cursor's limit
+		{0x7f00ffffffc0, 8, false},
+		{0x7f00ffffffe0, 8, true},
+		{0x7f0100000000, 1<<32 - windowMargin, false}, // a whole window less the margin
 		{0x7f0100000000, 0, false},
 	}
 	for _, tt := range tests {

@@ -145,7 +145,7 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 		return nil, step("build", err)
 	}
 	instSrc := src
-	if opt.Trace.Mode == trace.ModeWrap && src.Kind == KindCU {
+	if opt.Trace.Mode == trace.ModeWrap && src.Kind == KindCU && !definesWrap(src.Options) {
 		// A build records in one mode: wrap is a compile-time choice.
 		instSrc.Options = append(append([]string(nil), src.Options...), "-DIKET_WRAP=1")
 	}
@@ -207,6 +207,18 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 	}
 	res.Device.After = d.Conditions()
 	return res, nil
+}
+
+// definesWrap reports whether the compiler options already set IKET_WRAP
+// (either way: the module's mode then decides, and a mismatch is a
+// ConfigError from the traced launch).
+func definesWrap(opts []string) bool {
+	for _, o := range opts {
+		if o == "-DIKET_WRAP" || strings.HasPrefix(o, "-DIKET_WRAP=") {
+			return true
+		}
+	}
+	return false
 }
 
 func joinLogs(logs ...string) string {

@@ -149,8 +149,14 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 	if !inst.instrumented {
 		return nil, fmt.Errorf("time %s: the instrumented module %s records no events", cfg.Kernel, inst.src.Path)
 	}
+	if opt.Mode == "" {
+		opt.Mode = inst.Mode() // a build records in one mode
+	}
 	if err := opt.defaults(); err != nil {
 		return nil, err
+	}
+	if got := inst.Mode(); got != opt.Mode {
+		return nil, &ConfigError{Kernel: cfg.Kernel, Field: "mode", Msg: fmt.Sprintf("%s mode asked for timing, but module %s records in %s mode", opt.Mode, inst.src.Path, got)}
 	}
 	d := inst.d
 	d.mu.Lock()
@@ -188,11 +194,11 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 	_ = to.defaults()
 	meta := inst.launchMeta(cfg, to)
 	size := uint64(meta.Size())
-	bufs, err := c.Alloc(size)
+	raw, bufs, err := allocWindow(c, size)
 	if err != nil {
 		return nil, fmt.Errorf("time %s: allocate %d bytes of warp buffers: %w", cfg.Kernel, size, err)
 	}
-	held = append(held, d.track("warp buffers", func() error { return c.Free(bufs) }))
+	held = append(held, d.track("warp buffers", func() error { return c.Free(raw) }))
 	if err := c.Memset(bufs, 0, size); err != nil {
 		return nil, fmt.Errorf("time %s: zero warp buffers: %w", cfg.Kernel, err)
 	}

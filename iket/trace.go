@@ -56,10 +56,18 @@ func (o *TraceOptions) wrapMask() uint32 {
 	return trace.StopMask
 }
 
-// straddles reports whether [p, p+size) crosses a 4 GiB boundary. The header
-// keeps only the low word of a record's address per event (the high word is
-// fixed per warp), so a launch's buffers must not (docs/FORMAT.md section 3).
-func straddles(p, size uint64) bool { return size > 0 && p>>32 != (p+size-1)>>32 }
+// windowMargin is the room a launch's buffers must leave below the next
+// 4 GiB boundary: the header's cursor saturates at 2^32 - 32, which must lie
+// past every warp's last slot.
+const windowMargin = 32
+
+// straddles reports whether [p, p+size+windowMargin) crosses a 4 GiB
+// boundary. The header keeps only the low word of a record's address per
+// event (the high word is fixed per warp), so a launch's buffers must not
+// (docs/FORMAT.md section 3).
+func straddles(p, size uint64) bool {
+	return size > 0 && p>>32 != (p+size+windowMargin-1)>>32
+}
 
 // allocWindow allocates size bytes of device memory that do not straddle a
 // 4 GiB boundary: raw is what to free, p where the buffers start. When the
@@ -75,7 +83,9 @@ func allocWindow(c *cuda.Context, size uint64) (raw, p cuda.DevicePtr, err error
 	if size > 1<<31 {
 		return 0, 0, fmt.Errorf("%d bytes straddle a 4 GiB boundary and are too many to place inside one (at most 2 GiB then)", size)
 	}
-	raw, err = c.Alloc(2 * size)
+	// Of [raw, raw+2*size+margin), the part below or above the boundary in
+	// it holds size+margin bytes.
+	raw, err = c.Alloc(2*size + windowMargin)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -280,22 +280,25 @@ struct Trace {
     warps_per_cta = wpc;
     capacity = cap;
     // docs/FORMAT.md section 3: a launch's buffers must not straddle a
-    // 4 GiB boundary. If the first allocation does, one of twice the size
-    // holds a part that does not.
+    // 4 GiB boundary and must end 32 bytes below one. If the first
+    // allocation does not, one of twice the size (plus the margin) holds a
+    // part that does.
     const uint64_t size = warps * stride_of(cap);
+    const uint64_t margin = 32;
+    auto straddles = [&](uint64_t p) { return (p >> 32) != ((p + size + margin - 1) >> 32); };
     CK(cudaMalloc(&raw, size));
     uint64_t a = (uint64_t)(uintptr_t)raw;
-    if ((a >> 32) != ((a + size - 1) >> 32)) {
+    if (straddles(a)) {
       if (size > (1ull << 31)) {
         fprintf(stderr, "FAIL: %llu bytes of warp buffers: at most 2 GiB here\n",
                 (unsigned long long)size);
         exit(2);
       }
       CK(cudaFree(raw));
-      CK(cudaMalloc(&raw, 2 * size));
+      CK(cudaMalloc(&raw, 2 * size + margin));
       a = (uint64_t)(uintptr_t)raw;
       const uint64_t b = ((a >> 32) + 1) << 32;
-      if ((a >> 32) != ((a + size - 1) >> 32)) a = b;
+      if (straddles(a)) a = b;
     }
     buf = (void*)(uintptr_t)a;
     CK(cudaMemset(buf, 0, size));

@@ -25,13 +25,17 @@
 //     }
 //   }                               // the destructor closes the warp's record
 //
-// Lanes. Each lane keeps its own cursor, so an event costs five instructions
-// and no warp-wide step. The rule that buys this: a warp records each event
-// with the same set of lanes as the one before (the whole warp, or always
-// lane 0 inside `if (lane == 0)`). Lanes that recorded separately must call
-// tr.sync_lanes() together before they record together again. A warp whose
-// lanes leave the kernel disagreeing sets a header flag that the decoder
-// reports (records may have been overwritten). Build with -DIKET_SAFE_LANES=1
+// Lanes. Each lane keeps its own cursor, so an event is a handful of
+// instructions (five with CUDA 12.4's ptxas and a per-thread payload, eight
+// with CUDA 13.0's: docs/OVERHEAD.md) and no warp-wide step. The rule that
+// buys this: a warp records each event with the same set of lanes as the one
+// before (the whole warp, or always lane 0 inside `if (lane == 0)`). Lanes
+// that recorded separately must call tr.sync_lanes() together before they
+// record together again. A warp whose lanes leave the kernel disagreeing
+// sets a header flag that the decoder reports (records may have been
+// overwritten); lanes that never recorded do not count, so "always lane 0"
+// is fine, but lanes that recorded together and then apart should call
+// tr.sync_lanes() before they leave. Build with -DIKET_SAFE_LANES=1
 // to make every event catch the active lanes up (about twice the latency).
 // In either build, lanes of one warp must not record in two divergent
 // branches at once (`if (lane == 0) tr.mark(a); else tr.mark(b);`): both
@@ -331,7 +335,9 @@ class Warp {
     first_ = static_cast<unsigned>(rec);
 #if IKET__BUILD_WRAP
     pos_ = 0u;
-    mask_ = cap != 0u ? 8u * s.wrap_mask : 0u;  // no buffers: one slot
+    // From the capacity, not wrap_mask: any capacity keeps the ring in the
+    // warp's slot. No buffers: one slot.
+    mask_ = cap != 0u ? 8u * (cap - 1u) : 0u;
 #else
     pos_ = first_;
     end_ = first_ + 8u * cap;  // the scratch slot: stores stop before it
@@ -354,14 +360,17 @@ class Warp {
   __device__ __forceinline__ ~Warp() {
     const unsigned m = detail::active_mask();
     const unsigned hi = detail::max_active(m, pos_);
-    const unsigned lo = detail::min_active(m, pos_);
 #if IKET__BUILD_WRAP
-    const unsigned n = hi;
+    const unsigned start = 0u;
 #else
-    const unsigned n = hi - first_;
+    const unsigned start = first_;
 #endif
+    // Lanes that never recorded (lane 0 recorded alone) do not disagree.
+    const unsigned lo =
+        detail::min_active(m, pos_ == start ? detail::kCursorLimit : pos_);
+    const unsigned n = hi - start;
     unsigned f = 2u;
-    if (lo != hi && !IKET__BUILD_SAFE) f |= 4u;
+    if (lo != hi && hi != start && !IKET__BUILD_SAFE) f |= 4u;
     if (hi == detail::kCursorLimit) f |= 8u;
     unsigned long long gt, clk;
     detail::anchor(&gt, &clk);
@@ -389,8 +398,9 @@ class Warp {
   __device__ __forceinline__ void range_pop() { emit(IKET_KIND_POP, 0, 0u); }
   // range_next closes the innermost open push range and opens `name` at the
   // same instant: range_pop(); range_push(name, payload); with one clock
-  // read for both records (about the cost of one event), for phases that
-  // follow each other (wait, then compute, then wait ...).
+  // read for both records (the latency of one event; 11 instructions for the
+  // two with CUDA 12.4), for phases that follow each other (wait, then
+  // compute, then wait ...).
   __device__ __forceinline__ void range_next(unsigned short name,
                                              unsigned payload = 0u) {
     emit_next(name, payload);
@@ -432,12 +442,14 @@ class Warp {
   }
 
  private:
-  // The hot path, five instructions in a stop build: read the clock, pack
-  // kind, name and payload into the high word, clamp the cursor to the
-  // scratch slot (which is the address's low word: a warp's buffer never
-  // straddles a 4 GiB boundary, the runtime allocates so), one 8-byte store,
-  // advance the cursor (saturating). No fence, no branch, no warp-wide step.
-  // A wrap build masks a byte offset instead (one more instruction).
+  // The hot path: compare the cursor (the low word of the next record's
+  // address: a warp's buffer never straddles a 4 GiB boundary, the runtime
+  // allocates so) with the end of the records, read the clock, pack kind,
+  // name and payload into the high word, one 8-byte store predicated off past
+  // capacity, advance the cursor (saturating). Five instructions with CUDA
+  // 12.4's ptxas; CUDA 13.0's reads the clock through a uniform register and
+  // a move (eight). No fence, no branch, no warp-wide step. A wrap build
+  // masks a byte offset instead of comparing.
   __device__ __forceinline__ void emit(unsigned kind, unsigned short name,
                                        unsigned payload) {
     const unsigned k = (kind << 29) | (static_cast<unsigned>(name) << 16);
