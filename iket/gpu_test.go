@@ -704,12 +704,23 @@ func TestGPUNoLeaks(t *testing.T) {
 }
 
 // lanesSource records from lane 0 alone, then with the whole warp (after
-// tr.sync_lanes() when sync is set), then a range_next.
+// tr.sync_lanes() when sync is 1), then a range_next; with sync 2 only lane
+// 0 records, all along.
 const lanesSource = `#include "iket.cuh"
 #define LANES_NAMES(X) X(MARK, solo) X(MARK, all) X(RANGE, first) X(RANGE, second)
 IKET_NAMES(LANES_NAMES)
 extern "C" __global__ void lanes(int sync) {
   iket::Warp tr;
+  if (sync == 2) {  // lane 0 alone, all along
+    if (threadIdx.x % 32 == 0) {
+      tr.mark(iket_id::solo, 7);
+      tr.range_push(iket_id::first, 1);
+      tr.range_next(iket_id::second, 2);
+      tr.range_pop();
+      tr.mark(iket_id::all);
+    }
+    return;
+  }
   if (threadIdx.x % 32 == 0) tr.mark(iket_id::solo, 7);
   if (sync) tr.sync_lanes();
   tr.mark(iket_id::all);
@@ -722,7 +733,8 @@ extern "C" __global__ void lanes(int sync) {
 // TestGPULanes checks the lane rule on the device: lanes that recorded
 // separately and then record together set header flag bit 2, which strict
 // decoding reports; tr.sync_lanes() rejoins them and the records are whole;
-// range_next writes a pop and a push with one clock value.
+// a warp that records with lane 0 alone all along is not flagged; range_next
+// writes a pop and a push with one clock value.
 func TestGPULanes(t *testing.T) {
 	d := openGPU(t)
 	m, err := d.Compile(Source{Path: "lanes.cu", Kind: KindCU, Data: []byte(lanesSource)}, true, "")
@@ -732,7 +744,7 @@ func TestGPULanes(t *testing.T) {
 	defer m.Close()
 	cfg := LaunchConfig{Kernel: "lanes", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}}
 	const solo, all, first, second = 1, 2, 3, 4
-	for _, sync := range []int32{1, 0} {
+	for _, sync := range []int32{2, 1, 0} {
 		t.Run(fmt.Sprintf("sync %d", sync), func(t *testing.T) {
 			res, err := m.Trace(cfg, []Arg{I32(sync)}, TraceOptions{Capacity: 16})
 			if err != nil {
@@ -749,13 +761,21 @@ func TestGPULanes(t *testing.T) {
 				}
 				want := []rawEvent{{trace.KindMark, solo, 7}, {trace.KindMark, all, 0}, {trace.KindPush, first, 1},
 					{trace.KindPop, 0, 0}, {trace.KindPush, second, 2}, {trace.KindPop, 0, 0}}
+				if sync == 2 {
+					want = append(want[:1:1], want[2:]...)
+					want = append(want, rawEvent{trace.KindMark, all, 0})
+				}
 				if diff := cmp.Diff(want, evs); diff != "" {
 					t.Fatalf("slot %d events (-want +got):\n%s", s, diff)
 				}
 				st := res.Meta.Stride()
 				b := res.Buffers[int64(s)*st+trace.WarpHeaderSize:]
-				pop := trace.Record(binary.LittleEndian.Uint64(b[3*8:]))
-				push := trace.Record(binary.LittleEndian.Uint64(b[4*8:]))
+				at := 3 // the pop of range_next
+				if sync == 2 {
+					at = 2
+				}
+				pop := trace.Record(binary.LittleEndian.Uint64(b[at*8:]))
+				push := trace.Record(binary.LittleEndian.Uint64(b[(at+1)*8:]))
 				if pop.Clock() != push.Clock() {
 					t.Errorf("slot %d: range_next's pop at cycle %d, its push at %d: want one clock read", s, pop.Clock(), push.Clock())
 				}
