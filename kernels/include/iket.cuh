@@ -399,7 +399,7 @@ class Warp {
   // range_next closes the innermost open push range and opens `name` at the
   // same instant: range_pop(); range_push(name, payload); with one clock
   // read for both records (the latency of one event; 11 instructions for the
-  // two with CUDA 12.4), for phases that follow each other (wait, then
+  // two with CUDA 12.4, 13 with CUDA 13.0), for phases that follow each other (wait, then
   // compute, then wait ...).
   __device__ __forceinline__ void range_next(unsigned short name,
                                              unsigned payload = 0u) {
