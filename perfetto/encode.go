@@ -34,11 +34,12 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 		flushAt = defaultCompressChunk
 	}
 	tp := &w.tmpl
-	lanes := tp.lanes
+	// One local track per lane template and check state: one bounds check.
+	nt := min(len(tp.lanes), len(chk))
+	lanes, chk := tp.lanes[:nt], chk[:nt]
 	ranges, marks := v.ranges, v.marks
 	interned := w.interned
 	ts := w.ts
-	var nSlices, nInst int64
 	bad := -1
 	evs := w.bd.evs
 	for i := range evs {
@@ -47,7 +48,7 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 		// the track's previous one (which starts at 0, so not negative) and
 		// its slice depth stays within [0, maxSliceDepth].
 		lt := int(e.lt())
-		if lt >= len(chk) || lt >= len(lanes) {
+		if lt >= nt {
 			bad = i
 			break
 		}
@@ -81,7 +82,6 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 			k += int(lp.endN)
 			q[p0+1] = byte(k - p0 - 2) // at most 11 + 21 bytes
 			b = q[:k]
-			nSlices++
 			if len(b) >= flushAt {
 				b = w.cutChunk(b)
 			}
@@ -191,9 +191,6 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 		} else {
 			b = closeLen(b, p0+1)
 		}
-		if e.typ() == typeInstant {
-			nInst++
-		}
 		if len(b) >= flushAt {
 			b = w.cutChunk(b)
 		}
@@ -204,8 +201,20 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 		w.buf = b
 	}
 	w.ts = ts
-	w.stats.Slices += nSlices
-	w.stats.Instants += nInst
+	// Every slice has its end and every instant is one event.
+	if bad < 0 {
+		w.stats.Instants += int64(w.bd.nInst)
+		w.stats.Slices += int64(len(evs)-w.bd.nInst) / 2
+	} else {
+		for i := range evs[:bad] {
+			switch evs[i].typ() {
+			case typeInstant:
+				w.stats.Instants++
+			case typeSliceEnd:
+				w.stats.Slices++
+			}
+		}
+	}
 	return bad
 }
 

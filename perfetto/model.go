@@ -99,6 +99,7 @@ type builder struct {
 	inst    []instRef
 	laneEnd []int64
 	skipped int
+	nInst   int // instants among evs
 	// gap is the dropped-events interval, when the warp dropped events.
 	gapStart, gapEnd int64
 	hasGap           bool
@@ -139,6 +140,7 @@ func (b *builder) build(v *warpView, mode trace.Mode) int {
 		nInst = len(b.inst)
 	}
 	inst := b.inst
+	b.nInst = nInst
 	if nInst > 0 {
 		if direct {
 			b.gap(v, mode, true, marks[0].Time, marks[nInst-1].Time)
