@@ -4,13 +4,14 @@
 //
 // The [Writer] streams: packets are encoded with protowire into a reused
 // buffer and written as they are produced, so memory stays bounded by one
-// CTA's warps whatever the number of events. Each launch gets its own packet
-// sequence (interning is per sequence) and a track tree
+// CTA's warps whatever the number of warps or events. Each launch gets its
+// own packet sequence (interning is per sequence) and a track tree
 //
 //	GPU > launch > SM > CTA > warp > async lanes
 //
-// with deterministic track uuids derived from (launch, sm, cta, warp, lane),
-// explicit numeric ordering and no sibling merging. Push/pop ranges are
+// with deterministic track uuids derived from (launch, SM, CTA, warp slot,
+// lane), unique by construction so that no set of them is kept, explicit
+// numeric ordering and no sibling merging. Push/pop ranges are
 // nested slices on the warp track, start/end ranges slices on one child track
 // per lane, marks instants. Per-CTA counter tracks count the warps of each
 // role inside each range; launch summary tracks average them over time;
