@@ -66,9 +66,11 @@ type clockAcc struct {
 	n          int
 	mx, my     float64
 	sxx, sxy   float64
-	pts        [][2]int64 // (cycles, ns) relative to refC, refN
-	oldest     uint64     // wrap mode: latest oldest-stored cycle of a wrapped warp
+	latest     uint64  // the largest anchor cycle count
+	cx, cy     float64 // the rounded centroid, set by fitClocks
+	oldest     uint64  // wrap mode: latest oldest-stored cycle of a wrapped warp
 	haveOldest bool
+	ss         float64 // sum of squared residuals, see residual
 }
 
 func (a *clockAcc) add(cycles, ns uint64) {
@@ -76,7 +78,9 @@ func (a *clockAcc) add(cycles, ns uint64) {
 		a.refC, a.refN = cycles, int64(ns)
 	}
 	dc, dn := int64(cycles-a.refC), int64(ns)-a.refN
-	a.pts = append(a.pts, [2]int64{dc, dn})
+	if a.n == 0 || cycles > a.latest {
+		a.latest = cycles
+	}
 	x, y := float64(dc), float64(dn)
 	a.n++
 	ddx := x - a.mx
@@ -130,23 +134,32 @@ func fitClocks(accs []*clockAcc, maxMHz uint32) []ClockFit {
 			f.Fallback += ": used " + how
 		}
 		// Centre on the rounded centroid.
-		cx, cy := math.Round(a.mx), math.Round(a.my)
-		f.RefCycles = a.refC + uint64(int64(cx))
-		f.RefNs = a.refN + int64(cy)
-		f.OffsetNs = (a.my - cy) - f.NsPerCycle*(a.mx-cx)
+		a.cx, a.cy = math.Round(a.mx), math.Round(a.my)
+		f.RefCycles = a.refC + uint64(int64(a.cx))
+		f.RefNs = a.refN + int64(a.cy)
+		f.OffsetNs = (a.my - a.cy) - f.NsPerCycle*(a.mx-a.cx)
 		f.MHz = 1000 / f.NsPerCycle
-		var ss float64
-		for _, p := range a.pts {
-			pred := f.OffsetNs + f.NsPerCycle*float64(p[0]-int64(cx))
-			r := math.Abs(float64(p[1]-int64(cy)) - pred)
-			ss += r * r
-			f.ResidualMaxNs = max(f.ResidualMaxNs, r)
-		}
-		if a.n > 0 {
-			f.ResidualRMSNs = math.Sqrt(ss / float64(a.n))
-		}
 	}
 	return fits
+}
+
+// residual adds one anchor's distance from the fit f of a's SM; called
+// after [fitClocks] for every anchor given to add, in the same order, it
+// leaves f's ResidualMaxNs and (with finishResiduals) ResidualRMSNs as a
+// fit over kept points would. The anchors are read again instead of kept,
+// so memory does not grow with warps.
+func (a *clockAcc) residual(f *ClockFit, cycles, ns uint64) {
+	dc, dn := int64(cycles-a.refC), int64(ns)-a.refN
+	pred := f.OffsetNs + f.NsPerCycle*float64(dc-int64(a.cx))
+	r := math.Abs(float64(dn-int64(a.cy)) - pred)
+	a.ss += r * r
+	f.ResidualMaxNs = max(f.ResidualMaxNs, r)
+}
+
+func (a *clockAcc) finishResiduals(f *ClockFit) {
+	if a.n > 0 {
+		f.ResidualRMSNs = math.Sqrt(a.ss / float64(a.n))
+	}
 }
 
 // Window is the part of a launch's timeline that every warp recorded

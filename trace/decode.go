@@ -145,13 +145,86 @@ func NewDecoder(l *Launch, opt Options) (*Decoder, error) {
 	return d, nil
 }
 
-// index reads the headers, accumulates the anchors per SM and fits clocks.
+// index reads the headers, accumulates the anchors per SM and fits clocks;
+// a second pass over the headers measures the fits' residuals, so the index
+// holds a few numbers per SM and nothing per warp.
 func (d *Decoder) index() error {
 	accs := map[uint32]*clockAcc{}
-	var h WarpHeader
+	err := d.eachHeader(func(slot uint64, h *WarpHeader) error {
+		a := accs[h.SM]
+		if a == nil {
+			a = &clockAcc{sm: h.SM}
+			accs[h.SM] = a
+		}
+		a.add(h.StartClock, h.StartGlobaltimer)
+		if h.Finished() {
+			a.add(h.EndClock, h.EndGlobaltimer)
+		}
+		if first, n, backward := d.ringSpan(h); backward && n > 0 {
+			c, ok, err := d.oldestCycles(slot, h, first, n)
+			if err != nil {
+				return err
+			}
+			if ok && (!a.haveOldest || c > a.oldest) {
+				a.oldest, a.haveOldest = c, true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	list := make([]*clockAcc, 0, len(accs))
+	for _, a := range accs {
+		list = append(list, a)
+	}
+	slices.SortFunc(list, func(a, b *clockAcc) int { return int(int64(a.sm) - int64(b.sm)) })
+	var maxMHz uint32
+	if dev := d.l.c.Meta.Device; dev != nil {
+		maxMHz = dev.MaxSMClockMHz
+	}
+	d.fits = fitClocks(list, maxMHz)
+	for i, a := range list {
+		d.fitIdx[a.sm] = i
+	}
+	err = d.eachHeader(func(_ uint64, h *WarpHeader) error {
+		i := d.fitIdx[h.SM]
+		a, f := list[i], &d.fits[i]
+		a.residual(f, h.StartClock, h.StartGlobaltimer)
+		if h.Finished() {
+			a.residual(f, h.EndClock, h.EndGlobaltimer)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	var end int64
 	haveEnd := false
-	// Small strides: read headers a chunk of slots at a time.
+	for i, a := range list {
+		f := &d.fits[i]
+		a.finishResiduals(f)
+		// The latest anchor of the launch, on the fitted timeline (every
+		// fit's slope is positive, so an SM's latest anchor is its last).
+		if t := f.Ns(a.latest); a.n > 0 && (!haveEnd || t > end) {
+			end, haveEnd = t, true
+		}
+		if a.haveOldest {
+			if t := f.Ns(a.oldest); t > d.window.Start {
+				d.window.Start = t
+			}
+		}
+	}
+	d.window.End = end
+	d.window.Applied = d.opt.TrimCommonWindow && d.window.Start != 0
+	return nil
+}
+
+// eachHeader calls fn for every started slot whose header is well formed,
+// in slot order, reading the headers a chunk of slots at a time when the
+// stride is small. h is reused between calls.
+func (d *Decoder) eachHeader(fn func(slot uint64, h *WarpHeader) error) error {
+	var h WarpHeader
 	per := int64(1)
 	if d.stride <= 512 {
 		per = (256 << 10) / d.stride
@@ -174,55 +247,11 @@ func (d *Decoder) index() error {
 			if h.Magic == 0 || d.checkHeader(&h, slot) != "" {
 				continue
 			}
-			a := accs[h.SM]
-			if a == nil {
-				a = &clockAcc{sm: h.SM}
-				accs[h.SM] = a
-			}
-			a.add(h.StartClock, h.StartGlobaltimer)
-			if h.Finished() {
-				a.add(h.EndClock, h.EndGlobaltimer)
-			}
-			if first, n, backward := d.ringSpan(&h); backward && n > 0 {
-				c, ok, err := d.oldestCycles(slot, &h, first, n)
-				if err != nil {
-					return err
-				}
-				if ok && (!a.haveOldest || c > a.oldest) {
-					a.oldest, a.haveOldest = c, true
-				}
+			if err := fn(slot, &h); err != nil {
+				return err
 			}
 		}
 	}
-	list := make([]*clockAcc, 0, len(accs))
-	for _, a := range accs {
-		list = append(list, a)
-	}
-	slices.SortFunc(list, func(a, b *clockAcc) int { return int(int64(a.sm) - int64(b.sm)) })
-	var maxMHz uint32
-	if dev := d.l.c.Meta.Device; dev != nil {
-		maxMHz = dev.MaxSMClockMHz
-	}
-	d.fits = fitClocks(list, maxMHz)
-	for i, a := range list {
-		d.fitIdx[a.sm] = i
-		f := &d.fits[i]
-		for _, p := range a.pts {
-			// The latest anchor of the launch, on the fitted timeline.
-			t := f.Ns(a.refC + uint64(p[0]))
-			if !haveEnd || t > end {
-				end, haveEnd = t, true
-			}
-		}
-		if a.haveOldest {
-			if t := f.Ns(a.oldest); t > d.window.Start {
-				d.window.Start = t
-			}
-		}
-		a.pts = nil
-	}
-	d.window.End = end
-	d.window.Applied = d.opt.TrimCommonWindow && d.window.Start != 0
 	return nil
 }
 
