@@ -118,7 +118,7 @@ type Warp struct {
 	// use small numbers). Events from that one on are written at the
 	// saturated cursor: in wrap mode they overwrite slot SaturateAt mod
 	// capacity; in stop mode slot SaturateAt when it is inside the buffer,
-	// else the scratch slot like every dropped event. A finished warp that
+	// else nowhere, like every dropped event. A finished warp that
 	// reached the limit has count SaturateAt and header flag bit 3 set.
 	SaturateAt uint32
 
@@ -358,9 +358,11 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 		if sat != 0 {
 			pos = min(pos, sat)
 		}
-		idx := min(pos, capa) // capa: the scratch slot
+		idx := pos
 		if wrap {
 			idx = pos % capa
+		} else if idx >= capa {
+			continue // the device's store is predicated off past capacity
 		}
 		r := trace.MakeRecord(e.kind, e.name, e.payload, uint32(e.cycle))
 		binary.LittleEndian.PutUint64(recs[idx*trace.RecordSize:], uint64(r))

@@ -56,12 +56,12 @@ func TestLayout(t *testing.T) {
 		flags uint32
 	}{
 		{"stop partial", trace.ModeStop, 2, nil, []trace.Record{rec(0), rec(1), 0, 0, 0}, 2, done},
-		{"stop overflow hits scratch", trace.ModeStop, 7, nil, []trace.Record{rec(0), rec(1), rec(2), rec(3), rec(6)}, 7, done},
+		{"stop overflow stores nothing", trace.ModeStop, 7, nil, []trace.Record{rec(0), rec(1), rec(2), rec(3), 0}, 7, done},
 		{"wrap ring keeps newest", trace.ModeWrap, 6, nil, []trace.Record{rec(4), rec(5), rec(2), rec(3), 0}, 6, done},
 		{"lanes diverged", trace.ModeStop, 2, func(w *emu.Warp) { w.LanesDiverged = true },
 			[]trace.Record{rec(0), rec(1), 0, 0, 0}, 2, done | trace.FlagLanesDiverged},
 		{"stop saturated past the buffer", trace.ModeStop, 7, func(w *emu.Warp) { w.SaturateAt = 5 },
-			[]trace.Record{rec(0), rec(1), rec(2), rec(3), rec(6)}, 5, done | trace.FlagCountSaturated},
+			[]trace.Record{rec(0), rec(1), rec(2), rec(3), 0}, 5, done | trace.FlagCountSaturated},
 		{"stop saturated inside the buffer", trace.ModeStop, 6, func(w *emu.Warp) { w.SaturateAt = 2 },
 			[]trace.Record{rec(0), rec(1), rec(5), 0, 0}, 2, done | trace.FlagCountSaturated},
 		{"wrap saturated overwrites one slot", trace.ModeWrap, 9, func(w *emu.Warp) { w.SaturateAt = 6 },
