@@ -1,10 +1,8 @@
 package perfetto
 
 import (
-	"bufio"
 	"bytes"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -116,7 +114,7 @@ func BenchmarkExport1e8(b *testing.B) {
 	for _, capa := range []uint32{4096, 32} {
 		b.Run("capture-"+strconv.Itoa(int(capa)), func(b *testing.B) {
 			warps := uint32((events + capa - 1) / capa / 8 * 8)
-			c := writeCapture(b, pipeline(warps, capa))
+			c := emu.OpenTemp(b, pipeline(warps, capa))
 			b.ReportAllocs()
 			resetPeakRSS()
 			b.ResetTimer()
@@ -241,30 +239,4 @@ func pipeline(warps, capacity uint32) *emu.Launch {
 		}
 	}
 	return l
-}
-
-// writeCapture writes an emulated launch to a temp file and opens it.
-func writeCapture(tb testing.TB, l *emu.Launch) *trace.Capture {
-	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "bench.iket")
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := emu.Write(bw, l); err != nil {
-		tb.Fatal(err)
-	}
-	if err := bw.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	c, err := trace.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { c.Close() })
-	return c
 }

@@ -1,10 +1,7 @@
 package trace_test
 
 import (
-	"bufio"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"syscall"
 	"testing"
@@ -42,32 +39,6 @@ func synthetic(warps uint32, capacity uint32) *emu.Launch {
 	return l
 }
 
-// writeTemp writes the launch's capture to a temp file and opens it.
-func writeTemp(tb testing.TB, l *emu.Launch) *trace.Capture {
-	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "bench.iket")
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := emu.Write(bw, l); err != nil {
-		tb.Fatal(err)
-	}
-	if err := bw.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	c, err := trace.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { c.Close() })
-	return c
-}
-
 // pass decodes every warp with d, failing on any error or violation.
 func pass(tb testing.TB, d *trace.Decoder, w *trace.Warp) {
 	for {
@@ -85,7 +56,7 @@ func pass(tb testing.TB, d *trace.Decoder, w *trace.Warp) {
 // from a temp file: one op is a whole pass, NewDecoder's index included.
 func BenchmarkDecodeValidate(b *testing.B) {
 	const warps, capacity = 512, 4096
-	c := writeTemp(b, synthetic(warps, capacity))
+	c := emu.OpenTemp(b, synthetic(warps, capacity))
 	l := c.Launch(0)
 	var w trace.Warp
 	b.ReportAllocs()
@@ -151,7 +122,7 @@ func BenchmarkStream1e8(b *testing.B) {
 	}
 	const capacity = 4096
 	const warps = (100_000_000 + capacity - 1) / capacity / 8 * 8
-	c := writeTemp(b, synthetic(warps, capacity))
+	c := emu.OpenTemp(b, synthetic(warps, capacity))
 	l := c.Launch(0)
 	b.ReportAllocs()
 	b.ResetTimer()
