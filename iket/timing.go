@@ -155,8 +155,8 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 	if err := opt.defaults(); err != nil {
 		return nil, err
 	}
-	if got := inst.Mode(); got != opt.Mode {
-		return nil, &ConfigError{Kernel: cfg.Kernel, Field: "mode", Msg: fmt.Sprintf("%s mode asked for timing, but module %s records in %s mode", opt.Mode, inst.src.Path, got)}
+	if err := inst.checkMode(cfg.Kernel, opt.Mode); err != nil {
+		return nil, err
 	}
 	d := inst.d
 	d.mu.Lock()

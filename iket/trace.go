@@ -56,6 +56,19 @@ func (o *TraceOptions) wrapMask() uint32 {
 	return trace.StopMask
 }
 
+// checkMode refuses a buffer mode the module was not built for: a build
+// records in one mode (IKET_WRAP).
+func (m *Module) checkMode(kernel string, mode trace.Mode) error {
+	if got := m.Mode(); got != mode {
+		flag := "without IKET_WRAP"
+		if mode == trace.ModeWrap {
+			flag = "with -DIKET_WRAP=1"
+		}
+		return &ConfigError{Kernel: kernel, Field: "mode", Msg: fmt.Sprintf("%s mode asked, but module %s records in %s mode: a build records in one mode; build it %s", mode, m.src.Path, got, flag)}
+	}
+	return nil
+}
+
 // windowMargin is the room a launch's buffers must leave below the next
 // 4 GiB boundary: the header's cursor saturates at 2^32 - 32, which must lie
 // past every warp's last slot.
@@ -145,12 +158,8 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 	if !m.instrumented {
 		return nil, fmt.Errorf("trace %s: module %s is not instrumented", cfg.Kernel, m.src.Path)
 	}
-	if got := m.Mode(); got != opt.Mode {
-		flag := "without IKET_WRAP"
-		if opt.Mode == trace.ModeWrap {
-			flag = "with -DIKET_WRAP=1"
-		}
-		return nil, &ConfigError{Kernel: cfg.Kernel, Field: "mode", Msg: fmt.Sprintf("%s mode asked, but module %s records in %s mode: a build records in one mode; build it %s", opt.Mode, m.src.Path, got, flag)}
+	if err := m.checkMode(cfg.Kernel, opt.Mode); err != nil {
+		return nil, err
 	}
 	meta := m.launchMeta(cfg, opt)
 	size := uint64(meta.Size())
