@@ -138,6 +138,7 @@ nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,clocks_throttle_reas
 
 {
   echo "===== iket overhead summary ($(date -u +%Y-%m-%dT%H:%M:%SZ), $((SECONDS - T0)) s) ====="
+  echo "command: scripts/overhead.sh ${QUICK:-}; IKET_EXTRA_FLAGS='${IKET_EXTRA_FLAGS:-}'"
   echo "device before: $(tail -n 1 "$WORK/nvidia-smi-before.csv")"
   echo "device after:  $(cat "$WORK/nvidia-smi-after.csv")"
   echo "steps:"

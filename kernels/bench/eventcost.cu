@@ -45,77 +45,41 @@ extern "C" __global__ void __launch_bounds__(1024, 2)
 }
 
 // The SASS probes: p[1] is a run-time payload, p[0] and p[2] are stores the
-// events sit between. The marks differ in name, not in payload, so no
-// payload arithmetic is counted as the event's and no two events are alike.
-extern "C" __global__ void ev_sass1(unsigned* p) {
+// events sit between. The marks differ in name (ids tick .. tick_e are
+// consecutive), not in payload, so no payload arithmetic is counted as the
+// event's and no two events are alike. One template, so the kernels differ
+// in nothing but the number of events.
+template <int N>
+__device__ __forceinline__ void sass_probe(unsigned* p) {
   iket::Warp tr;
   const unsigned v = p[1];
   p[0] = v;
-  tr.mark(iket_id::tick, v);
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    tr.mark(static_cast<unsigned short>(iket_id::tick + i), v);
   p[2] = v + 1;
 }
 
-extern "C" __global__ void ev_sass2(unsigned* p) {
-  iket::Warp tr;
-  const unsigned v = p[1];
-  p[0] = v;
-  tr.mark(iket_id::tick, v);
-  tr.mark(iket_id::tick_b, v);
-  p[2] = v + 1;
-}
+extern "C" __global__ void ev_sass1(unsigned* p) { sass_probe<1>(p); }
+extern "C" __global__ void ev_sass2(unsigned* p) { sass_probe<2>(p); }
+extern "C" __global__ void ev_sass3(unsigned* p) { sass_probe<3>(p); }
+extern "C" __global__ void ev_sass4(unsigned* p) { sass_probe<4>(p); }
+extern "C" __global__ void ev_sass5(unsigned* p) { sass_probe<5>(p); }
 
-extern "C" __global__ void ev_sass3(unsigned* p) {
-  iket::Warp tr;
-  const unsigned v = p[1];
-  p[0] = v;
-  tr.mark(iket_id::tick, v);
-  tr.mark(iket_id::tick_b, v);
-  tr.mark(iket_id::tick_c, v);
-  p[2] = v + 1;
-}
-
-extern "C" __global__ void ev_sass4(unsigned* p) {
-  iket::Warp tr;
-  const unsigned v = p[1];
-  p[0] = v;
-  tr.mark(iket_id::tick, v);
-  tr.mark(iket_id::tick_b, v);
-  tr.mark(iket_id::tick_c, v);
-  tr.mark(iket_id::tick_d, v);
-  p[2] = v + 1;
-}
-
-extern "C" __global__ void ev_sass5(unsigned* p) {
-  iket::Warp tr;
-  const unsigned v = p[1];
-  p[0] = v;
-  tr.mark(iket_id::tick, v);
-  tr.mark(iket_id::tick_b, v);
-  tr.mark(iket_id::tick_c, v);
-  tr.mark(iket_id::tick_d, v);
-  tr.mark(iket_id::tick_e, v);
-  p[2] = v + 1;
-}
-
-// ev_next1 and ev_next2: one and two range_next between a push and a pop, the
-// probe of range_next's instructions (two records per call).
-extern "C" __global__ void ev_next1(unsigned* p) {
+// ev_next1 and ev_next2: one and two range_next between a push and a pop,
+// the probe of range_next's instructions (two records per call).
+template <int N>
+__device__ __forceinline__ void next_probe(unsigned* p) {
   iket::Warp tr;
   const unsigned v = p[1];
   p[0] = v;
   tr.range_push(iket_id::phase_a, v);
-  tr.range_next(iket_id::phase_b, v);
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    tr.range_next(static_cast<unsigned short>(iket_id::phase_b + i), v);
   tr.range_pop();
   p[2] = v + 1;
 }
 
-extern "C" __global__ void ev_next2(unsigned* p) {
-  iket::Warp tr;
-  const unsigned v = p[1];
-  p[0] = v;
-  tr.range_push(iket_id::phase_a, v);
-  tr.range_next(iket_id::phase_b, v);
-  tr.range_next(iket_id::phase_c, v);
-  tr.range_pop();
-  p[2] = v + 1;
-}
+extern "C" __global__ void ev_next1(unsigned* p) { next_probe<1>(p); }
+extern "C" __global__ void ev_next2(unsigned* p) { next_probe<2>(p); }
