@@ -4,9 +4,12 @@
 //
 // bf16 inputs, fp32 accumulation, bf16 output (round to nearest).
 //
-// One CTA computes one 128x256 tile of C (grid = M/128 * N/256, rasterised in
-// groups of GEMM_GROUP_M tile rows so that concurrently running CTAs share A
-// and B panels in L2). Block = 384 threads = 3 warpgroups:
+// Persistent: the host launches one CTA per SM (or one per tile when the
+// tiles are fewer); CTA b computes the 128x256 tiles of C numbered b,
+// b + gridDim.x, ... (rasterised in groups of GEMM_GROUP_M tile rows so that
+// concurrently running CTAs share A and B panels in L2). The ring's stages and
+// phases run on from one tile to the next, so the producer loads the next
+// tile while the consumers store this one. Block = 384 threads = 3 warpgroups:
 //   warpgroup 0, producer: gives registers back (setmaxnreg.dec 40); its warp
 //     0 walks K in steps of 64: waits for a free stage of a GEMM_STAGES-deep
 //     ring (empty mbarrier), then lane 0 issues two 2D tensor copies
@@ -18,11 +21,12 @@
 //     and waits for the previous stage's group, which it then frees (one
 //     arrive per warp: the empty barrier counts 8).
 //   Epilogue: each consumer thread converts its accumulators to bf16 and
-//     stores them as bf16 pairs straight to global memory.
+//     stores them as bf16 pairs straight to global memory, after freeing the
+//     tile's last stage.
 //
-// Not done (see docs/OVERHEAD.md): thread-block clusters with TMA multicast, a
-// persistent grid overlapping one tile's epilogue with the next tile's main
-// loop, and a shared-memory + TMA-store epilogue. Shapes must be multiples of
+// Not done (see docs/OVERHEAD.md): thread-block clusters with TMA multicast,
+// ping-pong consumers (one warpgroup's epilogue under the other's MMAs), and
+// a shared-memory + TMA-store epilogue. Shapes must be multiples of
 // the tile: M % 128 == 0, N % 256 == 0, K % 64 == 0 (the host checks).
 //
 // Tracing (iket.cuh; same source with and without -DIKET_ENABLE=1): every warp
@@ -30,7 +34,8 @@
 // producer warp records wait_free and issue, every consumer warp wait_data and
 // compute; each consumer warp records one epilogue range per tile.
 //
-// Launch: grid = (M/128 * N/256), block = (384), dynamic shared memory =
+// Launch: grid = (min(M/128 * N/256, SMs)) (any grid size is correct),
+// block = (384), dynamic shared memory =
 // GEMM_SMEM_BYTES; arguments (const __grid_constant__ CUtensorMap tmA,
 // const __grid_constant__ CUtensorMap tmB, bf16* C, int M, int N, int K).
 // tmA: bf16, dims {K, M}, row stride K*2 bytes, box {64, 128}; tmB: bf16,
@@ -90,6 +95,18 @@ struct __align__(64) TensorMap {
   unsigned long long opaque[16];
 };
 
+// gemm_tile maps tile index t to its tile row and column, rasterised in
+// groups of GEMM_GROUP_M tile rows: CTAs that run at the same time share A and
+// B panels in L2.
+__device__ __forceinline__ void gemm_tile(int t, int tiles_m, int tiles_n,
+                                          int* tm, int* tn) {
+  const int per_group = GEMM_GROUP_M * tiles_n;
+  const int first_m = (t / per_group) * GEMM_GROUP_M;
+  const int group_m = min(tiles_m - first_m, GEMM_GROUP_M);
+  *tm = first_m + (t % per_group) % group_m;
+  *tn = (t % per_group) / group_m;
+}
+
 extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
     gemm(const __grid_constant__ TensorMap tmA,
          const __grid_constant__ TensorMap tmB, __nv_bfloat16* __restrict__ C,
@@ -115,134 +132,151 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
   }
   __syncthreads();
 
-  // Tile coordinates, grouped along M.
+  // Persistent: CTA b computes tiles b, b + gridDim.x, ... (any grid size
+  // works; the host launches min(tiles, SMs) CTAs). The ring's stage and
+  // phase run on across tiles: `it` counts k steps over all of the CTA's tiles
+  // in the producer and the consumers alike.
   const int tiles_m = M / GEMM_BM;
   const int tiles_n = N / GEMM_BN;
-  const int per_group = GEMM_GROUP_M * tiles_n;
-  const int bid = blockIdx.x;
-  const int first_m = (bid / per_group) * GEMM_GROUP_M;
-  const int group_m = min(tiles_m - first_m, GEMM_GROUP_M);
-  const int tm = first_m + (bid % per_group) % group_m;
-  const int tn = (bid % per_group) / group_m;
+  const int tiles = tiles_m * tiles_n;
   const int ktiles = K / GEMM_BK;
 
   if (wg == 0) {
     hopper::setmaxnreg_dec<40>();
     GEMM_EV(16, tr.set_role(iket_id::producer));
-    if (warp == 0) {
+    if (warp == 0 && ktiles > 0 && (int)blockIdx.x < tiles) {
       if (lane == 0) {
         hopper::prefetch_tmap(&tmA);
         hopper::prefetch_tmap(&tmB);
       }
 #if GEMM_NEXT
-      if (ktiles > 0) GEMM_EV(1, tr.range_push(iket_id::wait_free, 0));
+      GEMM_EV(1, tr.range_push(iket_id::wait_free, 0));
 #endif
+      uint32_t it = 0;
 #pragma unroll 1
-      for (int kt = 0; kt < ktiles; ++kt) {
-        const int s = kt % GEMM_STAGES;
-        const uint32_t round = (uint32_t)(kt / GEMM_STAGES);
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int tm, tn;
+        gemm_tile(t, tiles_m, tiles_n, &tm, &tn);
+        const bool last_tile = t + (int)gridDim.x >= tiles;
+#pragma unroll 1
+        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+          const int s = it % GEMM_STAGES;
+          const uint32_t round = it / GEMM_STAGES;
 #if !GEMM_NEXT
-        GEMM_EV(1, tr.range_push(iket_id::wait_free, s));
+          GEMM_EV(1, tr.range_push(iket_id::wait_free, s));
 #endif
-        hopper::mbar_wait(&empty[s], (round & 1u) ^ 1u, 0x100u + s);
-        __syncwarp();
+          hopper::mbar_wait(&empty[s], (round & 1u) ^ 1u, 0x100u + s);
+          __syncwarp();
 #if GEMM_NEXT
-        GEMM_EV(1, tr.range_next(iket_id::issue, s));
+          GEMM_EV(1, tr.range_next(iket_id::issue, s));
 #else
-        GEMM_EV(1, tr.range_pop());
-        GEMM_EV(1, tr.range_push(iket_id::issue, s));
-#endif
-        if (lane == 0) {
-          unsigned char* a = smem + s * GEMM_STAGE_BYTES;
-          unsigned char* b = a + GEMM_A_BYTES;
-          hopper::mbar_arrive_expect_tx(&full[s], GEMM_STAGE_BYTES);
-          hopper::tma_load_2d(a, &tmA, kt * GEMM_BK, tm * GEMM_BM, &full[s]);
-          hopper::tma_load_2d(b, &tmB, kt * GEMM_BK, tn * GEMM_BN, &full[s]);
-        }
-        __syncwarp();
-#if GEMM_NEXT
-        if (kt + 1 < ktiles) {
-          GEMM_EV(1, tr.range_next(iket_id::wait_free, (kt + 1) % GEMM_STAGES));
-        } else {
           GEMM_EV(1, tr.range_pop());
-        }
-#else
-        GEMM_EV(1, tr.range_pop());
+          GEMM_EV(1, tr.range_push(iket_id::issue, s));
 #endif
+          if (lane == 0) {
+            unsigned char* a = smem + s * GEMM_STAGE_BYTES;
+            unsigned char* b = a + GEMM_A_BYTES;
+            hopper::mbar_arrive_expect_tx(&full[s], GEMM_STAGE_BYTES);
+            hopper::tma_load_2d(a, &tmA, kt * GEMM_BK, tm * GEMM_BM, &full[s]);
+            hopper::tma_load_2d(b, &tmB, kt * GEMM_BK, tn * GEMM_BN, &full[s]);
+          }
+          __syncwarp();
+#if GEMM_NEXT
+          if (!last_tile || kt + 1 < ktiles) {
+            GEMM_EV(1, tr.range_next(iket_id::wait_free, (it + 1) % GEMM_STAGES));
+          } else {
+            GEMM_EV(1, tr.range_pop());
+          }
+#else
+          GEMM_EV(1, tr.range_pop());
+#endif
+        }
       }
     }
   } else {
     hopper::setmaxnreg_inc<232>();
     GEMM_EV(16, tr.set_role(iket_id::consumer));
     const int cw = wg - 1;  // which 64-row half of the tile
-    float acc[128];
+    const int wi = warp % 4;
+    uint32_t it = 0;
+#pragma unroll 1
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int tm, tn;
+      gemm_tile(t, tiles_m, tiles_n, &tm, &tn);
+      float acc[128];
 #pragma unroll
-    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+      for (int i = 0; i < 128; ++i) acc[i] = 0.f;
 
 #if GEMM_NEXT
-    if (ktiles > 0) GEMM_EV(6, tr.range_push(iket_id::wait_data, 0));
+      if (ktiles > 0) GEMM_EV(6, tr.range_push(iket_id::wait_data, it % GEMM_STAGES));
 #endif
 #pragma unroll 1
-    for (int kt = 0; kt < ktiles; ++kt) {
-      const int s = kt % GEMM_STAGES;
-      const uint32_t round = (uint32_t)(kt / GEMM_STAGES);
+      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        const int s = it % GEMM_STAGES;
+        const uint32_t round = it / GEMM_STAGES;
 #if !GEMM_NEXT
-      GEMM_EV(2, tr.range_push(iket_id::wait_data, s));
+        GEMM_EV(2, tr.range_push(iket_id::wait_data, s));
 #endif
-      hopper::mbar_wait(&full[s], round & 1u, 0x200u + s);
-      __syncwarp();  // reconverge before the .aligned wgmma instructions
+        hopper::mbar_wait(&full[s], round & 1u, 0x200u + s);
+        __syncwarp();  // reconverge before the .aligned wgmma instructions
 #if GEMM_NEXT
-      GEMM_EV(6, tr.range_next(iket_id::compute, s));
+        GEMM_EV(6, tr.range_next(iket_id::compute, s));
 #else
-      GEMM_EV(2, tr.range_pop());
-      GEMM_EV(4, tr.range_push(iket_id::compute, s));
+        GEMM_EV(2, tr.range_pop());
+        GEMM_EV(4, tr.range_push(iket_id::compute, s));
 #endif
-      const unsigned char* a =
-          smem + s * GEMM_STAGE_BYTES + cw * (64 * GEMM_BK * 2);
-      const unsigned char* b = smem + s * GEMM_STAGE_BYTES + GEMM_A_BYTES;
-      const uint64_t da = hopper::wgmma_desc_sw128(a);
-      const uint64_t db = hopper::wgmma_desc_sw128(b);
-      hopper::wgmma_fence();
+        const unsigned char* a =
+            smem + s * GEMM_STAGE_BYTES + cw * (64 * GEMM_BK * 2);
+        const unsigned char* b = smem + s * GEMM_STAGE_BYTES + GEMM_A_BYTES;
+        const uint64_t da = hopper::wgmma_desc_sw128(a);
+        const uint64_t db = hopper::wgmma_desc_sw128(b);
+        hopper::wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < GEMM_BK / 16; ++kk) {
-        // 16 bf16 = 32 bytes further along K: +2 in the 16-byte address field.
-        hopper::wgmma_m64n256k16(acc, da + 2 * kk, db + 2 * kk);
+        for (int kk = 0; kk < GEMM_BK / 16; ++kk) {
+          // 16 bf16 = 32 bytes further along K: +2 in the 16-byte address field.
+          hopper::wgmma_m64n256k16(acc, da + 2 * kk, db + 2 * kk);
+        }
+        hopper::wgmma_commit();
+        // The previous stage's MMAs have completed: free its slot.
+        hopper::wgmma_wait<1>();
+        if (kt > 0) {
+          __syncwarp();
+          if (lane == 0) hopper::mbar_arrive(&empty[(it - 1) % GEMM_STAGES]);
+        }
+#if GEMM_NEXT
+        if (kt + 1 < ktiles) {
+          GEMM_EV(6, tr.range_next(iket_id::wait_data, (it + 1) % GEMM_STAGES));
+        } else {
+          GEMM_EV(6, tr.range_pop());
+        }
+#else
+        GEMM_EV(4, tr.range_pop());
+#endif
       }
-      hopper::wgmma_commit();
-      // The previous stage's MMAs have completed: free its slot.
-      hopper::wgmma_wait<1>();
-      if (kt > 0) {
+      hopper::wgmma_wait<0>();
+      // The tile's last stage is read: free it for the next tile's loads,
+      // which the producer issues while this warp stores the epilogue.
+      if (ktiles > 0) {
         __syncwarp();
-        if (lane == 0) hopper::mbar_arrive(&empty[(kt - 1) % GEMM_STAGES]);
+        if (lane == 0) hopper::mbar_arrive(&empty[(it - 1) % GEMM_STAGES]);
       }
-#if GEMM_NEXT
-      if (kt + 1 < ktiles) {
-        GEMM_EV(6, tr.range_next(iket_id::wait_data, (kt + 1) % GEMM_STAGES));
-      } else {
-        GEMM_EV(6, tr.range_pop());
-      }
-#else
-      GEMM_EV(4, tr.range_pop());
-#endif
-    }
-    hopper::wgmma_wait<0>();
 
-    GEMM_EV(8, tr.range_push(iket_id::epilogue));
-    // Accumulator i of thread (warp w in the warpgroup, lane l) holds row
-    // 16w + l/4 (+8 when i%4 >= 2), column 8*(i/4) + 2*(l%4) + i%2.
-    const int wi = warp % 4;
-    const long long row0 =
-        (long long)tm * GEMM_BM + cw * 64 + wi * 16 + lane / 4;
-    const int col0 = tn * GEMM_BN + 2 * (lane % 4);
+      GEMM_EV(8, tr.range_push(iket_id::epilogue));
+      // Accumulator i of thread (warp w in the warpgroup, lane l) holds row
+      // 16w + l/4 (+8 when i%4 >= 2), column 8*(i/4) + 2*(l%4) + i%2.
+      const long long row0 =
+          (long long)tm * GEMM_BM + cw * 64 + wi * 16 + lane / 4;
+      const int col0 = tn * GEMM_BN + 2 * (lane % 4);
 #pragma unroll
-    for (int i = 0; i < 128; i += 4) {
-      const int col = col0 + 8 * (i / 4);
-      __nv_bfloat162 lo = __floats2bfloat162_rn(acc[i], acc[i + 1]);
-      __nv_bfloat162 hi = __floats2bfloat162_rn(acc[i + 2], acc[i + 3]);
-      *reinterpret_cast<__nv_bfloat162*>(C + row0 * N + col) = lo;
-      *reinterpret_cast<__nv_bfloat162*>(C + (row0 + 8) * N + col) = hi;
+      for (int i = 0; i < 128; i += 4) {
+        const int col = col0 + 8 * (i / 4);
+        __nv_bfloat162 lo = __floats2bfloat162_rn(acc[i], acc[i + 1]);
+        __nv_bfloat162 hi = __floats2bfloat162_rn(acc[i + 2], acc[i + 3]);
+        *reinterpret_cast<__nv_bfloat162*>(C + row0 * N + col) = lo;
+        *reinterpret_cast<__nv_bfloat162*>(C + (row0 + 8) * N + col) = hi;
+      }
+      GEMM_EV(8, tr.range_pop());
     }
-    GEMM_EV(8, tr.range_pop());
   }
 #else
   // Built for a target without wgmma (plain sm_90 or older): refuse loudly.
