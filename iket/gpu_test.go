@@ -88,20 +88,31 @@ type rawEvent struct {
 	Payload uint16
 }
 
-// slot decodes warp slot s of a result: header and its non-empty records.
+// slot decodes warp slot s of a result: header and its non-empty records
+// (a version-2 record's tag is its high word less the clock's high word at
+// the event, unwrapped forward from the warp's start anchor).
 func slot(t *testing.T, r *TraceResult, s uint64) (trace.WarpHeader, []rawEvent) {
 	t.Helper()
+	if r.Format != 1 && r.Format != 2 {
+		t.Fatalf("result of record format %d", r.Format)
+	}
 	st := r.Meta.Stride()
 	b := r.Buffers[int64(s)*st : int64(s+1)*st]
 	var h trace.WarpHeader
 	trace.DecodeWarpHeader(b, &h)
 	var evs []rawEvent
+	c := h.StartClock
 	for i := uint32(0); i < r.Meta.Capacity; i++ {
 		rec := trace.Record(binary.LittleEndian.Uint64(b[trace.WarpHeaderSize+8*int(i):]))
-		if rec.Kind() == trace.KindInvalid {
+		if rec == 0 {
 			continue
 		}
-		evs = append(evs, rawEvent{rec.Kind(), rec.Name(), rec.Payload()})
+		c += uint64(rec.Clock() - uint32(c))
+		tag := uint32(rec >> 32)
+		if r.Format == 2 {
+			tag -= uint32(c >> 32)
+		}
+		evs = append(evs, rawEvent{trace.Kind(tag >> 29), uint16(tag>>16) & 0x1fff, uint16(tag)})
 	}
 	return h, evs
 }

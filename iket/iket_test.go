@@ -433,7 +433,7 @@ func synthetic(t *testing.T, warps int) *TraceResult {
 			slot[trace.WarpHeaderSize+i] = byte(uint64(r) >> (8 * i))
 		}
 	}
-	return &TraceResult{Meta: meta, Buffers: buf}
+	return &TraceResult{Meta: meta, Buffers: buf, Format: 1} // MakeRecord: version 1
 }
 
 func TestWriteCapture(t *testing.T) {
@@ -450,8 +450,8 @@ func TestWriteCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if c.NumLaunches() != 2 || c.Meta.Tool != "iket-test" || c.Meta.Device.Name != "Test GPU" {
-		t.Fatalf("read back %d launches, tool %q, device %+v", c.NumLaunches(), c.Meta.Tool, c.Meta.Device)
+	if c.NumLaunches() != 2 || c.Meta.Tool != "iket-test" || c.Meta.Device.Name != "Test GPU" || c.Meta.Version != 1 {
+		t.Fatalf("read back %d launches, tool %q, device %+v, version %d", c.NumLaunches(), c.Meta.Tool, c.Meta.Device, c.Meta.Version)
 	}
 	if c.Meta.Launches[1].Latency == nil || c.Meta.Launches[1].Latency.Ratio != 1.25 {
 		t.Errorf("latency not kept: %+v", c.Meta.Launches[1].Latency)
@@ -482,20 +482,25 @@ func TestWriteCaptureErrors(t *testing.T) {
 	dir := t.TempDir()
 	short := synthetic(t, 2)
 	short.Buffers = short.Buffers[:10]
+	v2 := synthetic(t, 2)
+	v2.Format = 2
 	tests := []struct {
 		name     string
 		path     string
 		launches []*TraceResult
 		wantErr  string
+		version  int
 	}{
-		{"none", filepath.Join(dir, "a.iket"), nil, "no launches"},
-		{"nil launch", filepath.Join(dir, "b.iket"), []*TraceResult{nil}, "launch 0 is nil"},
-		{"short buffers", filepath.Join(dir, "c.iket"), []*TraceResult{short}, "has 10 bytes of buffers, its metadata says"},
-		{"missing dir", filepath.Join(dir, "nope", "d.iket"), []*TraceResult{synthetic(t, 1)}, "nope"},
+		{"none", filepath.Join(dir, "a.iket"), nil, "no launches", 0},
+		{"nil launch", filepath.Join(dir, "b.iket"), []*TraceResult{nil}, "launch 0 is nil", 0},
+		{"short buffers", filepath.Join(dir, "c.iket"), []*TraceResult{short}, "has 10 bytes of buffers, its metadata says", 0},
+		{"missing dir", filepath.Join(dir, "nope", "d.iket"), []*TraceResult{synthetic(t, 1)}, "nope", 0},
+		{"two formats", filepath.Join(dir, "e.iket"), []*TraceResult{synthetic(t, 1), v2}, "launch 1 (k) has record format 2, launch 0 format 1", 0},
+		{"meta version", filepath.Join(dir, "f.iket"), []*TraceResult{v2}, "metadata says format version 1, the launches' records are version 2", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := WriteCapture(tt.path, trace.Meta{Tool: "t"}, tt.launches...)
+			err := WriteCapture(tt.path, trace.Meta{Tool: "t", Version: tt.version}, tt.launches...)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "write capture") {
 				t.Errorf("WriteCapture error = %v, want %q", err, tt.wantErr)
 			}

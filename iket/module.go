@@ -36,6 +36,7 @@ type Module struct {
 	funcs        map[string]cuda.Function
 	res          *resource
 	build        uint32 // iket_state's build flags: buildWrap, buildSafeLanes
+	format       int    // iket_state's record format version
 }
 
 // Build flags the header puts in iket_state (docs/FORMAT.md section 2).
@@ -146,9 +147,11 @@ func (m *Module) inspect(name string, instrumented bool) error {
 	if err := c.CopyDtoH(st[:], p); err != nil {
 		return fmt.Errorf("load %s: read %s: %w", name, stateSymbol, err)
 	}
-	if v := binary.LittleEndian.Uint32(st[20:]); v != trace.FormatVersion {
-		return fmt.Errorf("load %s: %s version %d, this iket reads version %d", name, stateSymbol, v, trace.FormatVersion)
+	v := binary.LittleEndian.Uint32(st[20:])
+	if v < trace.MinFormatVersion || v > trace.FormatVersion {
+		return fmt.Errorf("load %s: %s version %d, this iket reads versions %d to %d", name, stateSymbol, v, trace.MinFormatVersion, trace.FormatVersion)
 	}
+	m.format = int(v)
 	m.state = p
 	m.instrumented = true
 	m.build = binary.LittleEndian.Uint32(st[24:])
@@ -284,7 +287,7 @@ func (m *Module) setState(base uint64, capacity, wrapMask, warpsPerCTA uint32) e
 	le.PutUint32(st[8:], capacity)
 	le.PutUint32(st[12:], wrapMask)
 	le.PutUint32(st[16:], warpsPerCTA)
-	le.PutUint32(st[20:], trace.FormatVersion)
+	le.PutUint32(st[20:], uint32(m.format))
 	le.PutUint32(st[24:], m.build)
 	if err := m.d.ctx.CopyHtoD(m.state, st[:]); err != nil {
 		return fmt.Errorf("set %s: %w", stateSymbol, err)

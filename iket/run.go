@@ -75,12 +75,12 @@ func PipelineWarnings(baseLog, instLog string) []string {
 	return out
 }
 
-// Meta returns the capture metadata for the run (without launches, which
-// [WriteCapture] fills in).
+// Meta returns the capture metadata for the run (without launches and
+// version, which [WriteCapture] fills in from the traced launch).
 func (r *RunResult) Meta(tool string) trace.Meta {
 	host, _ := os.Hostname()
 	dev := r.Device
-	return trace.Meta{Version: trace.FormatVersion, Tool: tool, Created: time.Now().UTC(), Host: host, Device: &dev}
+	return trace.Meta{Tool: tool, Created: time.Now().UTC(), Host: host, Device: &dev}
 }
 
 // Run runs a built-in program end to end on d: compile both builds, check

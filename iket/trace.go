@@ -120,6 +120,9 @@ type TraceResult struct {
 	// Partial is set when the buffers were read before the kernel ended (a
 	// fault or a hang): headers of unfinished warps have flag bit 1 clear.
 	Partial bool
+	// Format is the record format version the module wrote (its iket.cuh's
+	// IKET_FORMAT_VERSION); 0 means trace.FormatVersion.
+	Format int
 }
 
 // launchMeta builds the metadata of a traced launch.
@@ -225,9 +228,9 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 	case run.hung:
 		he := &HangError{Kernel: cfg.Kernel, Config: cfg, Timeout: opt.Timeout}
 		if opt.Watch {
-			he.Result = &TraceResult{Meta: meta, Buffers: read(), Partial: true}
+			he.Result = &TraceResult{Meta: meta, Buffers: read(), Partial: true, Format: m.format}
 		} else if b := d.copyBeside(dev, size); b != nil {
-			he.Result = &TraceResult{Meta: meta, Buffers: b, Partial: true}
+			he.Result = &TraceResult{Meta: meta, Buffers: b, Partial: true, Format: m.format}
 		}
 		d.release(bufs) // parked until the kernel ends
 		return nil, he
@@ -235,7 +238,7 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 		ke := &KernelError{Kernel: cfg.Kernel, Config: cfg, Code: codeOf(err), Err: err}
 		if run.launched {
 			if b := read(); b != nil {
-				ke.Result = &TraceResult{Meta: meta, Buffers: b, Partial: true}
+				ke.Result = &TraceResult{Meta: meta, Buffers: b, Partial: true, Format: m.format}
 			}
 		}
 		if d.broken == nil {
@@ -244,7 +247,7 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 		d.release(bufs)
 		return nil, ke
 	}
-	res := &TraceResult{Meta: meta, KernelTime: run.elapsed}
+	res := &TraceResult{Meta: meta, KernelTime: run.elapsed, Format: m.format}
 	if opt.Watch {
 		res.Buffers = read()
 	} else {

@@ -88,8 +88,9 @@ func read(r io.ReaderAt, size int64, path string) (*Capture, error) {
 		return nil, fmt.Errorf("%w: %w", bad(0, "magic %q, want %q", h[:8], Magic), ErrNotCapture)
 	}
 	le := binary.LittleEndian
-	if v := le.Uint32(h[8:]); v != FormatVersion {
-		return nil, bad(8, "format version %d, this iket reads version %d", v, FormatVersion)
+	fileVersion := le.Uint32(h[8:])
+	if fileVersion < MinFormatVersion || fileVersion > FormatVersion {
+		return nil, bad(8, "format version %d, this iket reads versions %d to %d", fileVersion, MinFormatVersion, FormatVersion)
 	}
 	mlen := le.Uint64(h[16:])
 	if mlen == 0 {
@@ -108,8 +109,8 @@ func read(r io.ReaderAt, size int64, path string) (*Capture, error) {
 	if err := dec.Decode(&c.Meta); err != nil {
 		return nil, bad(fileHeaderSize, "metadata: %v", err)
 	}
-	if c.Meta.Version != FormatVersion {
-		return nil, bad(fileHeaderSize, "metadata version %d, want %d", c.Meta.Version, FormatVersion)
+	if c.Meta.Version != int(fileVersion) {
+		return nil, bad(fileHeaderSize, "metadata version %d, but the file header says %d", c.Meta.Version, fileVersion)
 	}
 	if len(c.Meta.Launches) == 0 {
 		return nil, bad(fileHeaderSize, "metadata lists no launch")
@@ -198,12 +199,18 @@ func readAt(r io.ReaderAt, b []byte, off int64) error {
 
 // WriteCapture writes a capture: meta (whose launches' Offset fields it
 // fills in) followed by each launch's buffers, read from bufs[i], which must
-// hold exactly Size() bytes. Meta.Version is set to the format version.
+// hold exactly Size() bytes. Meta.Version is the buffers' record format
+// version; 0 means [FormatVersion], and is set so.
 func WriteCapture(w io.Writer, meta *Meta, bufs []io.Reader) error {
 	if len(bufs) != len(meta.Launches) {
 		return fmt.Errorf("write capture: %d buffers for %d launches", len(bufs), len(meta.Launches))
 	}
-	meta.Version = FormatVersion
+	if meta.Version == 0 {
+		meta.Version = FormatVersion
+	}
+	if meta.Version < MinFormatVersion || meta.Version > FormatVersion {
+		return fmt.Errorf("write capture: format version %d, this iket writes versions %d to %d", meta.Version, MinFormatVersion, FormatVersion)
+	}
 	// Offsets depend on the metadata length, which depends on the offsets'
 	// digits: iterate until stable (twice at most in practice).
 	var mb []byte
@@ -231,7 +238,7 @@ func WriteCapture(w io.Writer, meta *Meta, bufs []io.Reader) error {
 	}
 	var h [fileHeaderSize]byte
 	copy(h[:], Magic)
-	binary.LittleEndian.PutUint32(h[8:], FormatVersion)
+	binary.LittleEndian.PutUint32(h[8:], uint32(meta.Version))
 	binary.LittleEndian.PutUint64(h[16:], uint64(len(mb)))
 	if _, err := w.Write(h[:]); err != nil {
 		return fmt.Errorf("write capture: %w", err)

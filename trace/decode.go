@@ -126,6 +126,9 @@ func NewDecoder(l *Launch, opt Options) (*Decoder, error) {
 		wrap:   m.Mode == ModeWrap,
 		fitIdx: make(map[uint32]int),
 	}
+	if l.c.Meta.Version >= 2 {
+		d.ct.hiMask = 0xffffffff
+	}
 	for _, n := range m.Names {
 		if n.ID == 0 || int(n.ID) >= len(d.nk) {
 			continue
@@ -534,12 +537,14 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 		w.Dropped = uint64(h.Count - n)
 	default:
 		// Not finished: count was never written. Scan to the first
-		// unwritten slot.
+		// unwritten slot (all zero: a written record never is, its
+		// kind being 1 to 6 in version 1 and its high word tag + clock
+		// high word, at most 6<<29 + 2^29-1, in version 2).
 		if b, err = d.readRing(w.Slot, 0, capa); err != nil {
 			return nil, err
 		}
 		n := 0
-		for n < int(capa) && Record(le.Uint64(b[n*RecordSize:])).Kind() != KindInvalid {
+		for n < int(capa) && le.Uint64(b[n*RecordSize:]) != 0 {
 			n++
 		}
 		if d.wrap && n == int(capa) {
@@ -572,7 +577,7 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 			r := Record(le.Uint64(b[i*RecordSize:]))
 			c -= uint64(uint32(c) - uint32(r))
 			e := &ev[i]
-			e.hi, e.cycles = uint32(r>>32), c
+			e.hi, e.cycles = d.ct.tag(uint64(r), c), c
 		}
 		for i := range ev {
 			ev[i].time = fit.Ns(ev[i].cycles)
@@ -612,10 +617,20 @@ type clockTerms struct {
 	slope float64
 	base  float64 // OffsetNs + 2^40 + 0.5
 	refNs int64   // RefNs - 2^40
+	// hiMask is 0xffffffff for format version 2, whose records' high word
+	// is the tag plus the clock's high word, and 0 for version 1.
+	hiMask uint32
 }
 
+// set takes the fit's terms (hiMask stays).
 func (k *clockTerms) set(f *ClockFit) {
-	*k = clockTerms{refC: f.RefCycles, slope: f.NsPerCycle, base: f.OffsetNs + (0x1p40 + 0.5), refNs: f.RefNs - 1<<40}
+	*k = clockTerms{refC: f.RefCycles, slope: f.NsPerCycle, base: f.OffsetNs + (0x1p40 + 0.5), refNs: f.RefNs - 1<<40, hiMask: k.hiMask}
+}
+
+// tag returns a record's tag (kind, name and payload) given the event's full
+// cycle count c.
+func (k *clockTerms) tag(r uint64, c uint64) uint32 {
+	return uint32(r>>32) - uint32(c>>32)&k.hiMask
 }
 
 // decodeForward decodes the records in raw (len(ev) of them) into ev,
@@ -623,7 +638,7 @@ func (k *clockTerms) set(f *ClockFit) {
 // [ClockFit.Ns] does (k holds the fit's terms).
 func decodeForward(ev []Event, raw []byte, start uint64, k *clockTerms) {
 	c := start
-	refC, slope, base := k.refC, k.slope, k.base
+	refC, slope, base, hiMask := k.refC, k.slope, k.base, k.hiMask
 	ev = ev[:min(len(ev), len(raw)/RecordSize)]
 	for j := range ev {
 		// One bounds check: re-slicing raw and ev instead costs a dozen
@@ -631,7 +646,7 @@ func decodeForward(ev []Event, raw []byte, start uint64, k *clockTerms) {
 		r := binary.LittleEndian.Uint64(raw[j*RecordSize : j*RecordSize+RecordSize])
 		c += uint64(uint32(r) - uint32(c))
 		e := &ev[j]
-		e.hi, e.cycles = uint32(r>>32), c
+		e.hi, e.cycles = uint32(r>>32)-uint32(c>>32)&hiMask, c
 		e.time = k.refNs + int64(base+float64(slope*float64(int64(c-refC))))
 	}
 }

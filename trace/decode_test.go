@@ -511,3 +511,72 @@ func TestMultipleLaunches(t *testing.T) {
 		t.Errorf("launch 1: %v, want %q", err, want)
 	}
 }
+
+// TestFormatVersions: the same events recorded in format version 1 (tag in
+// the high word) and 2 (tag added to the clock's high word) decode alike, in
+// stop and wrap mode, for finished and unfinished warps, when the clock's
+// high word changes during the warp, and for tags whose add carries.
+func TestFormatVersions(t *testing.T) {
+	build := func(ver int, mode trace.Mode) *emu.Launch {
+		// Stop mode keeps all 16 events; wrap mode the newest 8.
+		capa := uint32(32)
+		if mode == trace.ModeWrap {
+			capa = 8
+		}
+		l := &emu.Launch{Kernel: "k", Block: [3]uint32{96, 1, 1}, Capacity: capa, Mode: mode, Version: ver,
+			Names: emu.MustNames("RANGE load", "MARK m", "ROLE producer")}
+		for wi := uint32(0); wi < 3; wi++ {
+			w := l.Warp([3]uint32{}, wi)
+			// Start 300 cycles before a multiple of 2^32: the high word
+			// steps up by one in the middle of the warp.
+			c := uint64(3+wi)<<32 - 300
+			w.StartCycle = c - 200
+			w.Role("producer", c)
+			for i := 0; i < 5; i++ {
+				w.Push("load", uint16(0xffff-i), c+uint64(i)*100+20)
+				w.Mark("m", uint16(i), c+uint64(i)*100+50)
+				w.Pop(c + uint64(i)*100 + 90)
+			}
+			w.Unfinished = wi == 2 && mode == trace.ModeStop
+		}
+		return l
+	}
+	for _, mode := range []trace.Mode{trace.ModeStop, trace.ModeWrap} {
+		t.Run(string(mode), func(t *testing.T) {
+			var got [2][]trace.Warp
+			for i, ver := range []int{1, 2} {
+				c := capture(t, build(ver, mode))
+				if c.Meta.Version != ver {
+					t.Fatalf("capture version %d, want %d", c.Meta.Version, ver)
+				}
+				got[i], _ = decodeAll(t, c, 0, trace.Options{})
+			}
+			if len(got[0]) != 3 || len(got[1]) != 3 {
+				t.Fatalf("warps %d and %d, want 3", len(got[0]), len(got[1]))
+			}
+			for wi := range got[0] {
+				a, b := got[0][wi], got[1][wi]
+				if len(b.Events) == 0 || len(a.Events) != len(b.Events) {
+					t.Fatalf("warp %d: %d and %d events", wi, len(a.Events), len(b.Events))
+				}
+				for j := range a.Events {
+					ea, eb := a.Events[j], b.Events[j]
+					if ea.Kind() != eb.Kind() || ea.Name() != eb.Name() || ea.Payload() != eb.Payload() || ea.Time() != eb.Time() {
+						t.Errorf("warp %d event %d: v1 %v, v2 %v", wi, j, ea, eb)
+					}
+				}
+				if diff := cmp.Diff(a.Ranges, b.Ranges); diff != "" {
+					t.Errorf("warp %d ranges (-v1 +v2):\n%s", wi, diff)
+				}
+				if len(a.Violations) != 0 || len(b.Violations) != 0 {
+					t.Errorf("warp %d violations: v1 %v, v2 %v", wi, a.Violations, b.Violations)
+				}
+				// Warp 2 of the stop launch never finished: its records
+				// are found by scanning for the first all-zero slot.
+				if want := wi != 2 || mode == trace.ModeWrap; a.Finished != want || b.Finished != want {
+					t.Errorf("warp %d finished %v and %v, want %v", wi, a.Finished, b.Finished, want)
+				}
+			}
+		})
+	}
+}

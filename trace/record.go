@@ -31,22 +31,41 @@ func (k Kind) String() string {
 // Record is one raw 8-byte device record.
 type Record uint64
 
-// MakeRecord encodes a record; it is the inverse of the accessors.
+// MakeRecord encodes a version-1 record: the tag in the high word, the
+// clock's low word in the low word. It is the inverse of the accessors.
 func MakeRecord(k Kind, name, payload uint16, clock uint32) Record {
-	hi := uint32(k&7)<<29 | uint32(name&0x1fff)<<16 | uint32(payload)
-	return Record(uint64(hi)<<32 | uint64(clock))
+	return Record(uint64(Tag(k, name, payload))<<32 | uint64(clock))
 }
 
-// Kind returns the record's kind.
+// Tag packs a record's kind, name and payload into 32 bits: kind in bits
+// 29-31, name in 16-28, payload in 0-15.
+func Tag(k Kind, name, payload uint16) uint32 {
+	return uint32(k&7)<<29 | uint32(name&0x1fff)<<16 | uint32(payload)
+}
+
+// EncodeRecord encodes a record as the device writes it in format version
+// (1 or 2) for an event at cycle count cycles. Version 2 adds the tag to the
+// clock's high word, so the high word is tag + cycles>>32 (mod 2^32); the
+// decoder, which knows each event's full cycle count, subtracts it back.
+func EncodeRecord(version int, k Kind, name, payload uint16, cycles uint64) Record {
+	if version == 1 {
+		return MakeRecord(k, name, payload, uint32(cycles))
+	}
+	return Record(cycles + uint64(Tag(k, name, payload))<<32)
+}
+
+// Kind returns a version-1 record's kind (of a version-2 record, see
+// [EncodeRecord]).
 func (r Record) Kind() Kind { return Kind(r >> 61) }
 
-// Name returns the record's name id (0 = none).
+// Name returns a version-1 record's name id (0 = none).
 func (r Record) Name() uint16 { return uint16(r>>48) & 0x1fff }
 
-// Payload returns the record's 16-bit payload.
+// Payload returns a version-1 record's 16-bit payload.
 func (r Record) Payload() uint16 { return uint16(r >> 32) }
 
-// Clock returns the low 32 bits of the SM cycle counter at the event.
+// Clock returns the low 32 bits of the SM cycle counter at the event (both
+// versions).
 func (r Record) Clock() uint32 { return uint32(r) }
 
 // Sizes of the device layout.
@@ -66,10 +85,15 @@ const (
 	FlagRoleShift      = 16     // bits 16-28 of the flags hold the role id
 	FlagRoleMask       = 0x1fff // after the shift
 	MaxNames           = 8191
-	FormatVersion      = 1
-	StopMask           = 0xffffffff
-	MaxCapacity        = 1 << 30
-	nameTableHeader    = "iket-names 1"
+	// FormatVersion is the record format this iket's iket.cuh writes (2:
+	// the tag added to the clock's high word); captures and modules of
+	// MinFormatVersion (1: the tag in place of the clock's high word) are
+	// read too. docs/FORMAT.md section 4.
+	FormatVersion    = 2
+	MinFormatVersion = 1
+	StopMask         = 0xffffffff
+	MaxCapacity      = 1 << 30
+	nameTableHeader  = "iket-names 1"
 )
 
 // Stride returns the bytes one warp slot takes for a capacity.

@@ -73,6 +73,9 @@ type Launch struct {
 	Capacity uint32
 	Mode     trace.Mode // "" means stop
 	Names    []trace.Name
+	// Version is the record format written (docs/FORMAT.md section 4); 0
+	// means trace.FormatVersion. The launches of one capture share it.
+	Version int
 	// SMs spreads CTAs over SMs: a warp's SM is its CTA's linear index
 	// modulo SMs unless the script sets it. 0 means 132.
 	SMs    uint32
@@ -176,6 +179,13 @@ func (l *Launch) Slots() uint64 {
 
 func (l *Launch) grid() [3]uint32 {
 	return [3]uint32{max(l.Grid[0], 1), max(l.Grid[1], 1), max(l.Grid[2], 1)}
+}
+
+func (l *Launch) version() int {
+	if l.Version == 0 {
+		return trace.FormatVersion
+	}
+	return l.Version
 }
 
 func (l *Launch) mode() trace.Mode {
@@ -364,7 +374,7 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 		} else if idx >= capa {
 			continue // the device's store is predicated off past capacity
 		}
-		r := trace.MakeRecord(e.kind, e.name, e.payload, uint32(e.cycle))
+		r := trace.EncodeRecord(l.version(), e.kind, e.name, e.payload, e.cycle)
 		binary.LittleEndian.PutUint64(recs[idx*trace.RecordSize:], uint64(r))
 	}
 	if !w.Unfinished {
@@ -460,6 +470,11 @@ func Write(w io.Writer, ls ...*Launch) error {
 	for i, l := range ls {
 		if err := l.check(); err != nil {
 			return err
+		}
+		if v := l.version(); i == 0 {
+			meta.Version = v
+		} else if v != meta.Version {
+			return fmt.Errorf("emu write: launch %d records format version %d, launch 0 version %d: one capture holds one version", i, v, meta.Version)
 		}
 		meta.Launches = append(meta.Launches, l.Meta())
 		st := trace.Stride(l.Capacity)

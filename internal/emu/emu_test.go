@@ -3,6 +3,7 @@ package emu_test
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -32,6 +33,15 @@ func slot(t *testing.T, data []byte, s int) (trace.WarpHeader, []trace.Record) {
 	return h, recs
 }
 
+// tagOf returns a version-2 record's tag: its high word less the high word
+// of the event's cycle count, unwrapped forward from the warp's start.
+func tagOf(h trace.WarpHeader, r trace.Record) uint32 {
+	c := h.StartClock + uint64(r.Clock()-uint32(h.StartClock))
+	return uint32(r>>32) - uint32(c>>32)
+}
+
+func kindOf(h trace.WarpHeader, r trace.Record) trace.Kind { return trace.Kind(tagOf(h, r) >> 29) }
+
 func marks(l *emu.Launch, n int) *emu.Warp {
 	w := l.Warp([3]uint32{}, 0)
 	for i := 0; i < n; i++ {
@@ -42,58 +52,78 @@ func marks(l *emu.Launch, n int) *emu.Warp {
 
 func TestLayout(t *testing.T) {
 	names := emu.MustNames("MARK m")
-	rec := func(i int) trace.Record {
-		return trace.MakeRecord(trace.KindMark, 1, uint16(i), uint32(5_000_000_000+uint64(i)*1000))
-	}
+	// want lists, per slot (capacity 4 records + scratch), the index of the
+	// event it holds, or -1 when never written.
 	const done = trace.FlagStarted | trace.FlagFinished
 	tests := []struct {
 		name  string
 		mode  trace.Mode
 		n     int
 		set   func(w *emu.Warp)
-		want  []trace.Record // capacity 4 records + scratch
+		want  []int
 		count uint32
 		flags uint32
 	}{
-		{"stop partial", trace.ModeStop, 2, nil, []trace.Record{rec(0), rec(1), 0, 0, 0}, 2, done},
-		{"stop overflow stores nothing", trace.ModeStop, 7, nil, []trace.Record{rec(0), rec(1), rec(2), rec(3), 0}, 7, done},
-		{"wrap ring keeps newest", trace.ModeWrap, 6, nil, []trace.Record{rec(4), rec(5), rec(2), rec(3), 0}, 6, done},
+		{"stop partial", trace.ModeStop, 2, nil, []int{0, 1, -1, -1, -1}, 2, done},
+		{"stop overflow stores nothing", trace.ModeStop, 7, nil, []int{0, 1, 2, 3, -1}, 7, done},
+		{"wrap ring keeps newest", trace.ModeWrap, 6, nil, []int{4, 5, 2, 3, -1}, 6, done},
 		{"lanes diverged", trace.ModeStop, 2, func(w *emu.Warp) { w.LanesDiverged = true },
-			[]trace.Record{rec(0), rec(1), 0, 0, 0}, 2, done | trace.FlagLanesDiverged},
+			[]int{0, 1, -1, -1, -1}, 2, done | trace.FlagLanesDiverged},
 		{"stop saturated past the buffer", trace.ModeStop, 7, func(w *emu.Warp) { w.SaturateAt = 5 },
-			[]trace.Record{rec(0), rec(1), rec(2), rec(3), 0}, 5, done | trace.FlagCountSaturated},
+			[]int{0, 1, 2, 3, -1}, 5, done | trace.FlagCountSaturated},
 		{"stop saturated inside the buffer", trace.ModeStop, 6, func(w *emu.Warp) { w.SaturateAt = 2 },
-			[]trace.Record{rec(0), rec(1), rec(5), 0, 0}, 2, done | trace.FlagCountSaturated},
+			[]int{0, 1, 5, -1, -1}, 2, done | trace.FlagCountSaturated},
 		{"wrap saturated overwrites one slot", trace.ModeWrap, 9, func(w *emu.Warp) { w.SaturateAt = 6 },
-			[]trace.Record{rec(4), rec(5), rec(8), rec(3), 0}, 6, done | trace.FlagCountSaturated},
+			[]int{4, 5, 8, 3, -1}, 6, done | trace.FlagCountSaturated},
 		{"limit not reached", trace.ModeWrap, 5, func(w *emu.Warp) { w.SaturateAt = 6 },
-			[]trace.Record{rec(4), rec(1), rec(2), rec(3), 0}, 5, done},
+			[]int{4, 1, 2, 3, -1}, 5, done},
 		{"limit reached by the last event", trace.ModeWrap, 6, func(w *emu.Warp) { w.SaturateAt = 6 },
-			[]trace.Record{rec(4), rec(5), rec(2), rec(3), 0}, 6, done | trace.FlagCountSaturated},
+			[]int{4, 5, 2, 3, -1}, 6, done | trace.FlagCountSaturated},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			l := &emu.Launch{Kernel: "k", Block: [3]uint32{32, 1, 1}, Capacity: 4, Mode: tt.mode, Names: names}
-			w := marks(l, tt.n)
-			if tt.set != nil {
-				tt.set(w)
-			}
-			data, err := l.Capture()
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, recs := slot(t, data, 0)
-			if diff := cmp.Diff(tt.want, recs); diff != "" {
-				t.Errorf("records (-want +got):\n%s", diff)
-			}
-			if h.Count != tt.count || h.Flags != tt.flags || h.Magic != trace.WarpMagic {
-				t.Errorf("header %+v", h)
-			}
-			// Records keep the low 32 bits of the clock (5e9 > 2^32).
-			if got, want := recs[0].Clock(), uint32(5_000_000_000+uint64(tt.want[0].Payload())*1000); got != want {
-				t.Errorf("clock %d, want %d", got, want)
-			}
-		})
+	for _, ver := range []int{1, 2} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("v%d %s", ver, tt.name), func(t *testing.T) {
+				testLayout(t, ver, names, tt.mode, tt.n, tt.set, tt.want, tt.count, tt.flags)
+			})
+		}
+	}
+}
+
+func testLayout(t *testing.T, ver int, names []trace.Name, mode trace.Mode, n int, set func(*emu.Warp), wantIdx []int, count, flags uint32) {
+	cyc := func(i int) uint64 { return 5_000_000_000 + uint64(i)*1000 }
+	want := make([]trace.Record, len(wantIdx))
+	for j, i := range wantIdx {
+		if i >= 0 {
+			want[j] = trace.EncodeRecord(ver, trace.KindMark, 1, uint16(i), cyc(i))
+		}
+	}
+	l := &emu.Launch{Kernel: "k", Block: [3]uint32{32, 1, 1}, Capacity: 4, Mode: mode, Names: names, Version: ver}
+	w := marks(l, n)
+	if set != nil {
+		set(w)
+	}
+	data, err := l.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, recs := slot(t, data, 0)
+	if diff := cmp.Diff(want, recs); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+	if h.Count != count || h.Flags != flags || h.Magic != trace.WarpMagic {
+		t.Errorf("header %+v", h)
+	}
+	// Records keep the low 32 bits of the clock (5e9 > 2^32); version 2
+	// adds the tag to the high word (5e9 >> 32 = 1).
+	if got, want := recs[0].Clock(), uint32(cyc(wantIdx[0])); got != want {
+		t.Errorf("clock %d, want %d", got, want)
+	}
+	tag := uint32(recs[0] >> 32)
+	if ver == 2 {
+		tag -= uint32(cyc(wantIdx[0]) >> 32)
+	}
+	if tag != trace.Tag(trace.KindMark, 1, uint16(wantIdx[0])) {
+		t.Errorf("first record %#x: tag %#x, want mark 1 payload %d", uint64(recs[0]), tag, wantIdx[0])
 	}
 }
 
@@ -211,7 +241,7 @@ func TestProducerConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, recs := slot(t, adata, 0); recs[2].Kind() != trace.KindStart || recs[3].Kind() != trace.KindEnd || recs[3].Payload() != 0 {
+	if h, recs := slot(t, adata, 0); kindOf(h, recs[2]) != trace.KindStart || kindOf(h, recs[3]) != trace.KindEnd || tagOf(h, recs[3])&0xffff != 0 {
 		t.Errorf("async producer records %v", recs[:6])
 	}
 	if _, err := emu.ProducerConsumer(emu.PCConfig{Overlap: 2}); err == nil {
@@ -222,7 +252,7 @@ func TestProducerConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, recs := slot(t, data, 5)
-	if h.SM != 2 || h.CTA != [3]uint32{2, 0, 0} || h.Warp != 1 || h.Count != 6 || recs[2].Kind() != trace.KindPush {
+	if h.SM != 2 || h.CTA != [3]uint32{2, 0, 0} || h.Warp != 1 || h.Count != 6 || kindOf(h, recs[2]) != trace.KindPush {
 		t.Errorf("consumer of cta 2: header %+v, records %v", h, recs[:6])
 	}
 }

@@ -245,6 +245,7 @@ struct Trace {
   void* buf = nullptr;  // inside raw, not straddling a 4 GiB boundary
   void* raw = nullptr;
   uint32_t build = 0;
+  uint32_t version = 2;  // iket_state version of the attached module
   uint64_t warps = 0;
   uint32_t capacity = 0;
   uint32_t warps_per_cta = 0;
@@ -259,6 +260,12 @@ struct Trace {
     IketState st;
     CU(cuMemcpyDtoH(&st, state, sizeof st));
     build = st.build;
+    version = st.version;
+    if (version < 1 || version > 2) {
+      fprintf(stderr, "FAIL: %s: iket_state version %u, the bench knows versions 1 and 2\n",
+              m.path.c_str(), version);
+      exit(2);
+    }
     if (build & 1u) {
       fprintf(stderr, "FAIL: %s is a wrap build (IKET_WRAP); the bench records in stop mode\n",
               m.path.c_str());
@@ -303,7 +310,7 @@ struct Trace {
     buf = (void*)(uintptr_t)a;
     CK(cudaMemset(buf, 0, size));
     CK(cudaDeviceSynchronize());
-    IketState st = {(uint64_t)(uintptr_t)buf, cap, 0xffffffffu, wpc, 1u, build, 0u};
+    IketState st = {(uint64_t)(uintptr_t)buf, cap, 0xffffffffu, wpc, version, build, 0u};
     CU(cuMemcpyHtoD(state, &st, sizeof st));
   }
   void clear() {
@@ -474,6 +481,7 @@ struct LaunchInfo {
   std::string kernel, source, names, latency;  // latency: JSON or ""
   uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
   uint32_t shared_bytes = 0, warps_per_cta = 0, capacity = 0;
+  uint32_t version = 2;  // record format (docs/FORMAT.md section 4)
   uint64_t warps = 0;
 };
 
@@ -524,7 +532,8 @@ static bool write_capture(const std::string& path, const LaunchInfo& li,
   std::string meta;
   while (offset != prev) {  // the offset's digits change the length: iterate
     prev = offset;
-    meta = std::string("{\"version\":1,\"tool\":\"iket-bench\",\"created\":\"") +
+    meta = std::string("{\"version\":") + std::to_string(li.version) +
+           ",\"tool\":\"iket-bench\",\"created\":\"" +
            created + "\"" +
            (g_device_json != "null" ? ",\"device\":" + g_device_json : "") +
            ",\"launches\":[{\"kernel\":\"" + json_escape(li.kernel) +
@@ -550,7 +559,8 @@ static bool write_capture(const std::string& path, const LaunchInfo& li,
     fprintf(stderr, "FAIL: create %s: %s\n", path.c_str(), strerror(errno));
     return false;
   }
-  unsigned char hdr[24] = {'I', 'K', 'E', 'T', 'C', 'A', 'P', 0, 1, 0, 0, 0, 0, 0, 0, 0};
+  unsigned char hdr[24] = {'I', 'K', 'E', 'T', 'C', 'A', 'P', 0, (unsigned char)li.version,
+                           0, 0, 0, 0, 0, 0, 0};
   const uint64_t mlen = meta.size();
   memcpy(hdr + 16, &mlen, 8);  // little-endian host (x86-64)
   bool w = fwrite(hdr, 1, 24, f) == 24 &&
@@ -648,6 +658,7 @@ static int selftest(const Options& o) {
   li.warps_per_cta = 2;
   li.warps = 4;
   li.capacity = 4;
+  li.version = 1;  // the records below put the tag in the high word
   std::vector<unsigned char> buf(li.warps * stride_of(li.capacity), 0);
   for (uint64_t w = 0; w < li.warps; ++w) {
     unsigned char* p = buf.data() + w * stride_of(li.capacity);

@@ -131,10 +131,16 @@ static void eventcost_step(const Options& o, Device& dev, Timer& tm) {
                iters + 1);
         continue;
       }
+      // Version 2 records hold tag + the clock's high word in their high
+      // word: unwrap each event's cycle count forward from the start anchor.
+      uint64_t clk;
+      memcpy(&clk, p + 32, 8);
       for (uint32_t i = 0; i < cap; ++i) {
         uint64_t rec;
         memcpy(&rec, p + 64 + 8 * i, 8);
-        const uint32_t kind = (uint32_t)(rec >> 61), payload = (uint32_t)(rec >> 32) & 0xffff;
+        clk += (uint32_t)((uint32_t)rec - (uint32_t)clk);
+        const uint32_t tag = (uint32_t)(rec >> 32) - (tr.version >= 2 ? (uint32_t)(clk >> 32) : 0u);
+        const uint32_t kind = tag >> 29, payload = tag & 0xffff;
         const uint32_t want_kind = i == 0 ? 6u : 1u, want_payload = i == 0 ? 0u : i - 1;
         if (kind != want_kind || payload != want_payload) {
           if (bad++ < 3)

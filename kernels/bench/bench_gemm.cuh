@@ -286,6 +286,7 @@ static void gemm_step(const Options& o, Device& dev, Timer& tm, bool check_only,
         li.kernel = "gemm";
         li.source = "kernels/hopper/gemm.cu";
         li.names = tr.names;
+        li.version = tr.version;
         li.grid[0] = grid;
         li.block[0] = BG_THREADS;
         li.shared_bytes = BG_SMEM;

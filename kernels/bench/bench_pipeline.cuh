@@ -174,6 +174,7 @@ static void pipeline_step(const Options& o, Device& dev, Timer& tm,
       li.kernel = "pipeline";
       li.source = "kernels/hopper/pipeline.cu";
       li.names = tr.names;
+      li.version = tr.version;
       li.grid[0] = grid;
       li.block[0] = BP_THREADS;
       li.shared_bytes = BP_SMEM;

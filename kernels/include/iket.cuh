@@ -26,8 +26,8 @@
 //   }                               // the destructor closes the warp's record
 //
 // Lanes. Each lane keeps its own cursor, so an event is a handful of
-// instructions (five with CUDA 12.4's ptxas and a per-thread payload, eight
-// with CUDA 13.0's: docs/OVERHEAD.md) and no warp-wide step. The rule that
+// instructions (five, one more to mask a payload of unknown range:
+// docs/OVERHEAD.md) and no warp-wide step. The rule that
 // buys this: a warp records each event with the same set of lanes as the one
 // before (the whole warp, or always lane 0 inside `if (lane == 0)`). Lanes
 // that recorded separately must call tr.sync_lanes() together before they
@@ -45,7 +45,7 @@
 #ifndef IKET_CUH
 #define IKET_CUH
 
-#define IKET_FORMAT_VERSION 1
+#define IKET_FORMAT_VERSION 2
 
 // Record kinds (3 bits). 0 marks an unwritten slot.
 #define IKET_KIND_MARK 1u
@@ -189,50 +189,52 @@ __device__ __forceinline__ unsigned long long clock64v() {
 }
 
 // record reads the clock and stores one record at addr when the address's
-// low word is below end: the low word of %clock64 and word = K | (payload &
-// 0xffff) with K = kind << 29 | name << 16 (one lop3; mask holds 0xffff).
-// The clock and the packing sit in one asm block, the packing after the
-// clock read, so the packed word can land in the clock pair's high half and
-// the store needs no move. No "memory" clobber: the kernel never reads the
-// buffers, so its own loads and stores need not be ordered around an event
-// (volatile keeps events in order with each other and with the kernel's
-// other asm, such as barrier waits).
+// low word is below end. The record is the 64-bit clock plus the tag in the
+// high word: low word = the clock's low word, high word = the clock's high
+// word + k + p, with k = kind << 29 | name << 16 and p = payload & 0xffff
+// (format version 2, docs/FORMAT.md: the decoder knows each event's full
+// clock, so it subtracts the high word back out). Adding to the clock keeps
+// the whole 64-bit read live, so ptxas reads it with one CS2R into the
+// register pair it stores (CUDA 12.4 and 13.0 alike; a record that keeps
+// only the low word gets S2UR + NOP + a move from CUDA 13.0), and k + p is
+// one IADD3. No "memory" clobber: the kernel never reads the buffers, so
+// its own loads and stores need not be ordered around an event (volatile
+// keeps events in order with each other and with the kernel's other asm,
+// such as barrier waits).
 __device__ __forceinline__ void record(unsigned long long addr, unsigned end,
-                                       unsigned k, unsigned payload,
-                                       unsigned mask) {
+                                       unsigned k, unsigned p) {
   asm volatile(
       "{\n\t.reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 al, ah, l, h;\n\t"
       "mov.b64 {al, ah}, %0;\n\t"
       "setp.lt.u32 q, al, %1;\n\t"
       "mov.u64 c, %%clock64;\n\t"
       "mov.b64 {l, h}, c;\n\t"
-      "lop3.b32 h, %3, %2, %4, 0xEC;\n\t"
+      "add.u32 h, h, %2;\n\t"
+      "add.u32 h, h, %3;\n\t"
       "mov.b64 c, {l, h};\n\t"
       "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
-      "r"(end), "r"(k), "r"(payload), "r"(mask));
+      "r"(end), "r"(k), "r"(p));
 }
-
 // record_at is record without the bound: a wrap build's address is always
 // inside the ring.
 __device__ __forceinline__ void record_at(unsigned long long addr, unsigned k,
-                                          unsigned payload, unsigned mask) {
+                                          unsigned p) {
   asm volatile(
       "{\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
       "mov.u64 c, %%clock64;\n\t"
       "mov.b64 {l, h}, c;\n\t"
-      "lop3.b32 h, %2, %1, %3, 0xEC;\n\t"
+      "add.u32 h, h, %1;\n\t"
+      "add.u32 h, h, %2;\n\t"
       "mov.b64 c, {l, h};\n\t"
       "st.global.u64 [%0], c;\n\t}" ::"l"(addr),
-      "r"(k), "r"(payload), "r"(mask));
+      "r"(k), "r"(p));
 }
-
 // record_pair stores two records that share one clock read: a plain pop
-// (high word kpop) at addr if its low word is below end, then a record with
-// high word K | (payload & 0xffff) at addr + 8 if that is below end too.
+// (tag kpop) at addr if its low word is below end, then a record with tag
+// k + p at addr + 8 if that is below end too.
 __device__ __forceinline__ void record_pair(unsigned long long addr,
                                             unsigned end, unsigned kpop,
-                                            unsigned k, unsigned payload,
-                                            unsigned mask) {
+                                            unsigned k, unsigned p) {
   asm volatile(
       "{\n\t.reg .pred q0, q1;\n\t.reg .b64 c, c2;\n\t"
       ".reg .b32 al, ah, l, h, h2;\n\t"
@@ -242,33 +244,34 @@ __device__ __forceinline__ void record_pair(unsigned long long addr,
       "setp.lt.u32 q1, al, %1;\n\t"
       "mov.u64 c, %%clock64;\n\t"
       "mov.b64 {l, h}, c;\n\t"
-      "lop3.b32 h2, %4, %3, %5, 0xEC;\n\t"
-      "mov.b64 c, {l, %2};\n\t"
+      "add.u32 h2, h, %3;\n\t"
+      "add.u32 h2, h2, %4;\n\t"
+      "add.u32 h, h, %2;\n\t"
+      "mov.b64 c, {l, h};\n\t"
       "mov.b64 c2, {l, h2};\n\t"
       "@q0 st.global.u64 [%0], c;\n\t"
       "@q1 st.global.u64 [%0+8], c2;\n\t}" ::"l"(addr),
-      "r"(end), "r"(kpop), "r"(k), "r"(payload), "r"(mask));
+      "r"(end), "r"(kpop), "r"(k), "r"(p));
 }
-
 // record_pair_at is record_pair without the bound, at two ring addresses
 // (wrap build).
 __device__ __forceinline__ void record_pair_at(unsigned long long a0,
                                                unsigned long long a1,
                                                unsigned kpop, unsigned k,
-                                               unsigned payload,
-                                               unsigned mask) {
+                                               unsigned p) {
   asm volatile(
       "{\n\t.reg .b64 c, c2;\n\t.reg .b32 l, h, h2;\n\t"
       "mov.u64 c, %%clock64;\n\t"
       "mov.b64 {l, h}, c;\n\t"
-      "lop3.b32 h2, %4, %3, %5, 0xEC;\n\t"
-      "mov.b64 c, {l, %2};\n\t"
+      "add.u32 h2, h, %3;\n\t"
+      "add.u32 h2, h2, %4;\n\t"
+      "add.u32 h, h, %2;\n\t"
+      "mov.b64 c, {l, h};\n\t"
       "mov.b64 c2, {l, h2};\n\t"
       "st.global.u64 [%0], c;\n\t"
       "st.global.u64 [%1], c2;\n\t}" ::"l"(a0),
-      "l"(a1), "r"(kpop), "r"(k), "r"(payload), "r"(mask));
+      "l"(a1), "r"(kpop), "r"(k), "r"(p));
 }
-
 __device__ __forceinline__ unsigned long long globaltimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -330,6 +333,9 @@ class Warp {
       cap = s.capacity;
     }
     hdr_ = reinterpret_cast<WarpHeader*>(p);
+    // Zero (warp slots are 8-byte aligned), but not to ptxas, which then
+    // keeps the tag's add on the vector datapath (see Warp::emit).
+    z_ = static_cast<unsigned>(reinterpret_cast<unsigned long long>(p)) & 7u;
     const unsigned long long rec = reinterpret_cast<unsigned long long>(p + 64);
     hi_ = static_cast<unsigned>(rec >> 32);
     first_ = static_cast<unsigned>(rec);
@@ -398,9 +404,8 @@ class Warp {
   __device__ __forceinline__ void range_pop() { emit(IKET_KIND_POP, 0, 0u); }
   // range_next closes the innermost open push range and opens `name` at the
   // same instant: range_pop(); range_push(name, payload); with one clock
-  // read for both records (the latency of one event; 11 instructions for the
-  // two with CUDA 12.4, 13 with CUDA 13.0), for phases that follow each other (wait, then
-  // compute, then wait ...).
+  // read for both records (the latency of one event), for phases that follow
+  // each other (wait, then compute, then wait ...).
   __device__ __forceinline__ void range_next(unsigned short name,
                                              unsigned payload = 0u) {
     emit_next(name, payload);
@@ -444,12 +449,15 @@ class Warp {
  private:
   // The hot path: compare the cursor (the low word of the next record's
   // address: a warp's buffer never straddles a 4 GiB boundary, the runtime
-  // allocates so) with the end of the records, read the clock, pack kind,
-  // name and payload into the high word, one 8-byte store predicated off past
-  // capacity, advance the cursor (saturating). Five instructions with CUDA
-  // 12.4's ptxas; CUDA 13.0's reads the clock through a uniform register and
-  // a move (eight). No fence, no branch, no warp-wide step. A wrap build
-  // masks a byte offset instead of comparing.
+  // allocates so) with the end of the records (ISETP), read the 64-bit clock
+  // (CS2R), add kind, name and payload to its high word (IADD3), one 8-byte
+  // store predicated off past capacity (STG), advance the cursor, saturating
+  // (VIADDMNMX): five instructions, plus one to mask a payload whose range
+  // the compiler does not know. The tag's addend carries z_ (zero at run
+  // time): without a per-lane term, ptxas moves the add of a warp-uniform
+  // payload (a stage index) to the uniform datapath and the clock there and
+  // back, four moves more. No fence, no branch, no warp-wide step. A wrap
+  // build masks a byte offset instead of comparing.
   __device__ __forceinline__ void emit(unsigned kind, unsigned short name,
                                        unsigned payload) {
     const unsigned k = (kind << 29) | (static_cast<unsigned>(name) << 16);
@@ -461,10 +469,10 @@ class Warp {
 #if IKET__BUILD_WRAP
     const unsigned lo = first_ + (c & mask_);
     detail::record_at((static_cast<unsigned long long>(hi_) << 32) | lo, k,
-                      payload, 0xffffu);
+                      (payload & 0xffffu) + z_);
 #else
     detail::record((static_cast<unsigned long long>(hi_) << 32) | c, end_, k,
-                   payload, 0xffffu);
+                   (payload & 0xffffu) + z_);
 #endif
     pos_ = min(c + 8u, detail::kCursorLimit);
   }
@@ -483,11 +491,11 @@ class Warp {
 #if IKET__BUILD_WRAP
     const unsigned long long h = static_cast<unsigned long long>(hi_) << 32;
     detail::record_pair_at(h | (first_ + (c & mask_)),
-                           h | (first_ + ((c + 8u) & mask_)), kpop, k,
-                           payload, 0xffffu);
+                           h | (first_ + ((c + 8u) & mask_)), kpop + z_, k,
+                           (payload & 0xffffu) + z_);
 #else
     detail::record_pair((static_cast<unsigned long long>(hi_) << 32) | c, end_,
-                        kpop, k, payload, 0xffffu);
+                        kpop + z_, k, (payload & 0xffffu) + z_);
 #endif
     pos_ = min(c + 16u, detail::kCursorLimit);
   }
@@ -500,6 +508,7 @@ class Warp {
 #else
   unsigned end_;  // low word of the end of the records (the scratch slot)
 #endif
+  unsigned z_;  // 0, from the slot's address (a per-lane value to ptxas)
   unsigned pos_;  // stop: low word of the next record's address; wrap: bytes
 };
 
