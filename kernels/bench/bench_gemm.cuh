@@ -234,7 +234,8 @@ static void gemm_step(const Options& o, Device& dev, Timer& tm, bool check_only,
     const unsigned grid = gemm_grid(M, N, dev.sms);
     const int tiles = (M / BG_BM) * (N / BG_BN);
     const int per_cta = (tiles + (int)grid - 1) / (int)grid;
-    const uint32_t cap = (uint32_t)(per_cta * (4 * ktiles + 8) + 16);
+    const uint32_t cap =
+        bench_cap() >= 0 ? (uint32_t)bench_cap() : (uint32_t)(per_cta * (4 * ktiles + 8) + 16);
     tr.alloc((uint64_t)grid * BG_WARPS, BG_WARPS, cap);
     GemmRun r_off{off.fn("gemm"), make_tmap(A, M, K, BG_BM), make_tmap(B, N, K, BG_BN),
                   C, M, N, K, tm.st, grid};
