@@ -745,7 +745,7 @@ extern "C" __global__ void lanes(int sync) {
 // separately and then record together set header flag bit 2, which strict
 // decoding reports; tr.sync_lanes() rejoins them and the records are whole;
 // a warp that records with lane 0 alone all along is not flagged; range_next
-// writes a pop and a push with one clock value.
+// writes one NEXT record, which decodes to ranges that meet.
 func TestGPULanes(t *testing.T) {
 	d := openGPU(t)
 	m, err := d.Compile(Source{Path: "lanes.cu", Kind: KindCU, Data: []byte(lanesSource)}, true, "")
@@ -764,31 +764,20 @@ func TestGPULanes(t *testing.T) {
 			for s := uint64(0); s < res.Meta.Warps; s++ {
 				h, evs := slot(t, res, s)
 				diverged := h.Flags&trace.FlagLanesDiverged != 0
-				if h.Count != 6 || h.Flags&3 != 3 || h.Flags&trace.FlagCountSaturated != 0 || diverged != (sync == 0) {
-					t.Fatalf("slot %d header %+v: want count 6, finished, lanes diverged %v", s, h, sync == 0)
+				if h.Count != 5 || h.Flags&3 != 3 || h.Flags&trace.FlagCountSaturated != 0 || diverged != (sync == 0) {
+					t.Fatalf("slot %d header %+v: want count 5, finished, lanes diverged %v", s, h, sync == 0)
 				}
 				if sync == 0 {
 					continue
 				}
 				want := []rawEvent{{trace.KindMark, solo, 7}, {trace.KindMark, all, 0}, {trace.KindPush, first, 1},
-					{trace.KindPop, 0, 0}, {trace.KindPush, second, 2}, {trace.KindPop, 0, 0}}
+					{trace.KindNext, second, 2}, {trace.KindPop, 0, 0}}
 				if sync == 2 {
 					want = append(want[:1:1], want[2:]...)
 					want = append(want, rawEvent{trace.KindMark, all, 0})
 				}
 				if diff := cmp.Diff(want, evs); diff != "" {
 					t.Fatalf("slot %d events (-want +got):\n%s", s, diff)
-				}
-				st := res.Meta.Stride()
-				b := res.Buffers[int64(s)*st+trace.WarpHeaderSize:]
-				at := 3 // the pop of range_next
-				if sync == 2 {
-					at = 2
-				}
-				pop := trace.Record(binary.LittleEndian.Uint64(b[at*8:]))
-				push := trace.Record(binary.LittleEndian.Uint64(b[(at+1)*8:]))
-				if pop.Clock() != push.Clock() {
-					t.Errorf("slot %d: range_next's pop at cycle %d, its push at %d: want one clock read", s, pop.Clock(), push.Clock())
 				}
 			}
 			path := filepath.Join(t.TempDir(), "lanes.iket")
@@ -803,6 +792,20 @@ func TestGPULanes(t *testing.T) {
 			_, verr := trace.Validate(c.Launch(0), trace.Options{Strict: true})
 			if (verr != nil) != (sync == 0) || (verr != nil && !strings.Contains(verr.Error(), "lanes recorded different numbers of events")) {
 				t.Errorf("strict validation: %v, want an error naming the lanes only without sync", verr)
+			}
+			if sync == 0 {
+				return
+			}
+			dec, err := trace.NewDecoder(c.Launch(0), trace.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w trace.Warp
+			if err := dec.Next(&w); err != nil {
+				t.Fatal(err)
+			}
+			if len(w.Ranges) != 2 || w.Ranges[0].Name != first || w.Ranges[1].Name != second || w.Ranges[0].End != w.Ranges[1].Start {
+				t.Errorf("slot 0 ranges %+v: want first, then second from the instant first ends", w.Ranges)
 			}
 		})
 	}

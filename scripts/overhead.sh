@@ -147,7 +147,7 @@ nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,clocks_throttle_reas
   grep -h -E '^(gemm|pipeline) .*(correct|WRONG)|CHECK FAILED|HANG|FAIL' "$WORK/check.log" "$WORK/time.log" 2>/dev/null | sed 's/^/  /'
   grep -h -E '^check' "$WORK/torch.log" 2>/dev/null | sed 's/^/  /'
   echo
-  grep -h -E '^(SASS|instructions|range_next|ev_loop body|global bytes|fences)' "$WORK/sass.log" 2>/dev/null
+  grep -h -E '^(SASS|instructions|range_next|ev_loop body|ev_stage body|global bytes|fences)' "$WORK/sass.log" 2>/dev/null
   cat "$WORK/eventcost.txt" 2>/dev/null
   echo
   cat "$WORK/table-time.txt" 2>/dev/null || echo "(no timing table: the time step failed, see overhead.log)"

@@ -86,6 +86,7 @@ type Decoder struct {
 
 	hdr   [WarpHeaderSize]byte
 	ct    clockTerms // the current warp's clock fit
+	kind7 bool       // format version 2: kind 7 is NEXT (reserved in version 1)
 	buf   []byte
 	ps    pairState
 	tok   tokTable
@@ -128,6 +129,7 @@ func NewDecoder(l *Launch, opt Options) (*Decoder, error) {
 	}
 	if l.c.Meta.Version >= 2 {
 		d.ct.hiMask = 0xffffffff
+		d.kind7 = true
 	}
 	for _, n := range m.Names {
 		if n.ID == 0 || int(n.ID) >= len(d.nk) {
@@ -265,10 +267,11 @@ func (d *Decoder) eachHeader(fn func(slot uint64, h *WarpHeader) error) error {
 //
 // A wrap-mode warp whose count saturated (cursor at its limit, the count a
 // lower bound) kept writing its later events at the saturated cursor: the
-// slot at count mod capacity, and the next one for a two-record event
-// (range_next). Those two slots hold either the oldest events or some of
-// the newest, so they are left out; the other capacity-2 slots hold the
-// events just before the saturation, in order.
+// slot at count mod capacity, and the next one for version 1's two-record
+// range_next (left out in version 2 too, to be safe). Those two slots hold
+// either the oldest events or some of the newest, so they are left out; the
+// other capacity-2 slots hold the events just before the saturation, in
+// order.
 func (d *Decoder) ringSpan(h *WarpHeader) (first, n uint32, backward bool) {
 	capa := d.meta.Capacity
 	switch {

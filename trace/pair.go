@@ -24,6 +24,7 @@ type pairState struct {
 	// out sorted.
 	prevStart int64
 	prevDepth int32
+	kind7     bool // kind 7 is NEXT (format version 2)
 }
 
 // pair turns w.Events into w.Ranges, w.Marks and w.Role, reporting pairing
@@ -77,6 +78,10 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 			case KindPop:
 				bal--
 				lost = max(lost, -bal)
+			case KindNext:
+				if d.kind7 {
+					lost = max(lost, 1-bal)
+				}
 			}
 		}
 	}
@@ -88,7 +93,7 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 	}
 	st.open = st.open[:0]
 	st.nr, st.nm, st.sp, st.nst = 0, 0, 0, 0
-	st.lost, st.role = lost, w.Role
+	st.lost, st.role, st.kind7 = lost, w.Role, d.kind7
 	// Placeholders are appended in event (time) order; only a tie in Start
 	// with a smaller depth than the previous range breaks the sort.
 	st.sorted = true
@@ -115,9 +120,31 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 		}
 		e := &ev[i]
 		kind, name, payload, c, tm := e.Kind(), e.Name(), e.Payload(), e.cycles, e.time
+		if kind == KindNext && d.kind7 {
+			// A pop and a push at one instant: close the innermost open
+			// push (as a plain pop would), then open name.
+			if nk[name] != nkRange {
+				d.badName(w, i, e)
+			}
+			switch {
+			case st.sp > 0:
+				st.sp--
+				r := &st.rs[st.stack[st.sp].rng]
+				r.End, r.EndCycles = tm, c
+			case truncOK && st.lost > 0:
+				st.lost--
+				d.trunc = append(d.trunc, Range{
+					Start: t0, StartCycles: t0c, End: tm, EndCycles: c,
+					Depth: st.lost, Flags: RangeTruncated,
+				})
+			default:
+				d.violate(w, PopEmpty, i, d.meta.NameText(name), fmt.Sprintf("next to %q with no open push to close", d.meta.NameText(name)))
+			}
+			kind = KindPush
+		}
 		switch kind {
 		case KindPush:
-			if nk[name] != nkRange {
+			if nk[name] != nkRange && e.Kind() == KindPush {
 				d.badName(w, i, e)
 			}
 			if st.sp == len(st.stack) {
@@ -242,7 +269,7 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 			}
 			st.role = name
 		default:
-			what := "reserved record kind 7"
+			what := "reserved record kind 7 (NEXT exists from format version 2)"
 			if kind == KindInvalid {
 				what = "unwritten record (kind 0) among the stored events"
 			}
@@ -329,6 +356,29 @@ loop:
 			p.name, p.idx, p.rng = name, int32(i), int32(nr)
 			st.sp, st.nr = sp+1, nr+1
 			r := &rs[nr]
+			r.Name, r.Payload, r.Start, r.StartCycles = name, payload, tm, cy
+			r.Depth, r.Async, r.Lane, r.Flags = depth, false, 0, 0
+			if depth < st.prevDepth && tm == st.prevStart {
+				st.sorted = false
+			}
+			st.prevStart, st.prevDepth = tm, depth
+		case KindNext:
+			// Close the top push, open name in its stack slot.
+			stack, rs, sp, nr := st.stack, st.rs, st.sp-1, st.nr
+			if !st.kind7 || nkv != nkRange || uint(sp) >= uint(len(stack)) || uint(nr) >= uint(len(rs)) {
+				break loop
+			}
+			p := &stack[sp]
+			rng := int(p.rng)
+			if uint(rng) >= uint(len(rs)) {
+				break loop
+			}
+			r := &rs[rng]
+			r.End, r.EndCycles = tm, cy
+			depth := st.lost + int32(sp)
+			p.name, p.idx, p.rng = name, int32(i), int32(nr)
+			st.nr = nr + 1
+			r = &rs[nr]
 			r.Name, r.Payload, r.Start, r.StartCycles = name, payload, tm, cy
 			r.Depth, r.Async, r.Lane, r.Flags = depth, false, 0, 0
 			if depth < st.prevDepth && tm == st.prevStart {

@@ -17,9 +17,12 @@ const (
 	KindStart   Kind = 4
 	KindEnd     Kind = 5
 	KindRole    Kind = 6
+	// KindNext (format version 2) closes the innermost open push and
+	// opens a push of its name at the same instant: range_next.
+	KindNext Kind = 7
 )
 
-var kindNames = [...]string{"invalid", "mark", "push", "pop", "start", "end", "role", "reserved"}
+var kindNames = [...]string{"invalid", "mark", "push", "pop", "start", "end", "role", "next"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

@@ -76,7 +76,7 @@ func parseScript(text string) (*script, error) {
 			for _, a := range args {
 				k, v, _ := strings.Cut(a, "=")
 				switch k {
-				case "capacity", "warps", "ctas":
+				case "capacity", "warps", "ctas", "version":
 					n, err := num(v)
 					if err != nil {
 						return nil, err
@@ -86,6 +86,8 @@ func parseScript(text string) (*script, error) {
 						s.l.Capacity = uint32(n)
 					case "warps":
 						s.l.Block = [3]uint32{uint32(32 * n), 1, 1}
+					case "version":
+						s.l.Version = int(n)
 					default:
 						s.l.Grid = [3]uint32{uint32(n), 1, 1}
 					}
@@ -155,7 +157,7 @@ func parseScript(text string) (*script, error) {
 				return nil, err
 			}
 			var payload uint64
-			if (f[0] == "push" || f[0] == "start" || f[0] == "end" || f[0] == "mark") && len(args) == 2 {
+			if (f[0] == "push" || f[0] == "next" || f[0] == "start" || f[0] == "end" || f[0] == "mark") && len(args) == 2 {
 				if payload, err = num(args[1]); err != nil {
 					return nil, err
 				}
@@ -164,6 +166,8 @@ func parseScript(text string) (*script, error) {
 			switch {
 			case f[0] == "push" && len(args) == 1:
 				w.Push(args[0], uint16(payload), c)
+			case f[0] == "next" && len(args) == 1:
+				w.Next(args[0], uint16(payload), c)
 			case f[0] == "pop" && len(args) == 0:
 				w.Pop(c)
 			case f[0] == "pop" && len(args) == 1:

@@ -265,6 +265,12 @@ func (w *Warp) Push(name string, payload uint16, cycle uint64) *Warp {
 // Pop appends a plain range_pop() at cycle.
 func (w *Warp) Pop(cycle uint64) *Warp { return w.Raw(trace.KindPop, 0, 0, cycle) }
 
+// Next records a NEXT (format version 2): the innermost push closes and a
+// push of name opens at one instant, as range_next records it.
+func (w *Warp) Next(name string, payload uint16, cycle uint64) *Warp {
+	return w.Raw(trace.KindNext, w.id(name), payload, cycle)
+}
+
 // PopNamed appends a range_pop(name) at cycle.
 func (w *Warp) PopNamed(name string, cycle uint64) *Warp {
 	return w.Raw(trace.KindPop, w.id(name), 0, cycle)

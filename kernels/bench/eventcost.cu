@@ -49,6 +49,21 @@ extern "C" __global__ void __launch_bounds__(1024, 2)
 // consecutive), not in payload, so no payload arithmetic is counted as the
 // event's and no two events are alike. One template, so the kernels differ
 // in nothing but the number of events.
+// ev_stage (SASS only): the loop of ev_loop with a pipeline stage as the
+// payload (i % 4, also used by the loop itself, as a kernel uses its stage
+// index): the compiler knows its range, so no mask.
+extern "C" __global__ void ev_stage(float* __restrict__ sink, int iters) {
+  iket::Warp tr;
+  float x = (float)threadIdx.x;
+#pragma unroll 1
+  for (int i = 0; i < iters; ++i) {
+    const unsigned s = (unsigned)i % 4u;
+    x = fmaf(x, 1.0001f, (float)s);
+    tr.mark(iket_id::tick, s);
+  }
+  sink[threadIdx.x] = x;
+}
+
 template <int N>
 __device__ __forceinline__ void sass_probe(unsigned* p) {
   iket::Warp tr;
@@ -67,7 +82,7 @@ extern "C" __global__ void ev_sass4(unsigned* p) { sass_probe<4>(p); }
 extern "C" __global__ void ev_sass5(unsigned* p) { sass_probe<5>(p); }
 
 // ev_next1 and ev_next2: one and two range_next between a push and a pop,
-// the probe of range_next's instructions (two records per call).
+// the probe of range_next's instructions (one NEXT record per call).
 template <int N>
 __device__ __forceinline__ void next_probe(unsigned* p) {
   iket::Warp tr;

@@ -123,17 +123,20 @@ def main(argv):
         rc = 1
     if "ev_next1" in funcs and "ev_next2" in funcs:
         nn = len(funcs["ev_next2"]) - len(funcs["ev_next1"])
-        print(f"range_next (a pop and a push, one clock read): {nn} instructions "
+        print(f"range_next (one NEXT record: a pop and a push at one instant): {nn} instructions "
               f"(ev_next2 {len(funcs['ev_next2'])} - ev_next1 {len(funcs['ev_next1'])})")
-    if "ev_loop" in funcs:
-        on = loop_body(funcs["ev_loop"])
-        off = None
-        if len(argv) > 2 and "eventcost_off" in argv[2]:
-            offf = parse(argv[2]).get("ev_loop")
-            off = loop_body(offf) if offf else None
-            argv = argv[:2] + argv[3:]
+    offs = {}
+    if len(argv) > 2 and "eventcost_off" in argv[2]:
+        offs = parse(argv[2])
+        argv = argv[:2] + argv[3:]
+    for probe, what in (("ev_loop", "a 32-bit payload (the loop counter)"),
+                        ("ev_stage", "a stage payload (i % 4)")):
+        if probe not in funcs:
+            continue
+        on = loop_body(funcs[probe])
+        off = loop_body(offs[probe]) if probe in offs else None
         if on:
-            line = f"ev_loop body (one mark per iteration): {len(on)} instructions"
+            line = f"{probe} body (one mark per iteration, {what}): {len(on)} instructions"
             if off:
                 line += (f", {len(off)} without the mark: {len(on) - len(off)} "
                          "instructions per event in a loop")

@@ -65,11 +65,11 @@ IKET_NAMES(GEMM_NAMES)
 #ifndef GEMM_TRACE
 #define GEMM_TRACE 31
 #endif
-// GEMM_NEXT=1 (default) records back-to-back phases with range_next (a pop
-// and a push with one clock read): per k-tile, a warp reads the clock twice
-// instead of four times for the same ranges. Then a consumer's wait_data and
-// compute go together (bits 1 and 2 both set, or neither). GEMM_NEXT=0 records
-// push/pop pairs.
+// GEMM_NEXT=1 (default) records back-to-back phases with range_next (one
+// NEXT record: a pop and a push at one instant): per k-tile, a warp records
+// two events instead of four for the same ranges. Then a consumer's
+// wait_data and compute go together (bits 1 and 2 both set, or neither).
+// GEMM_NEXT=0 records push/pop pairs.
 #ifndef GEMM_NEXT
 #define GEMM_NEXT 1
 #endif

@@ -19,7 +19,7 @@
 //       tr.set_role(iket_id::producer);
 //       tr.range_push(iket_id::producer_load, /*payload=*/stage);
 //       ...
-//       tr.range_next(iket_id::producer_wait);  // pop + push, one clock read
+//       tr.range_next(iket_id::producer_wait);  // pop + push, one record
 //       ...
 //       tr.range_pop();
 //     }
@@ -54,6 +54,7 @@
 #define IKET_KIND_START 4u
 #define IKET_KIND_END 5u
 #define IKET_KIND_ROLE 6u
+#define IKET_KIND_NEXT 7u  // format 2: a pop and a push at one instant
 
 // Name table. LIST is an X-macro whose entries are X(KIND, identifier) with
 // KIND one of RANGE, MARK, ROLE. Ids start at 1 in list order; 0 means "none".
@@ -229,49 +230,6 @@ __device__ __forceinline__ void record_at(unsigned long long addr, unsigned k,
       "st.global.u64 [%0], c;\n\t}" ::"l"(addr),
       "r"(k), "r"(p));
 }
-// record_pair stores two records that share one clock read: a plain pop
-// (tag kpop) at addr if its low word is below end, then a record with tag
-// k + p at addr + 8 if that is below end too.
-__device__ __forceinline__ void record_pair(unsigned long long addr,
-                                            unsigned end, unsigned kpop,
-                                            unsigned k, unsigned p) {
-  asm volatile(
-      "{\n\t.reg .pred q0, q1;\n\t.reg .b64 c, c2;\n\t"
-      ".reg .b32 al, ah, l, h, h2;\n\t"
-      "mov.b64 {al, ah}, %0;\n\t"
-      "setp.lt.u32 q0, al, %1;\n\t"
-      "add.u32 al, al, 8;\n\t"
-      "setp.lt.u32 q1, al, %1;\n\t"
-      "mov.u64 c, %%clock64;\n\t"
-      "mov.b64 {l, h}, c;\n\t"
-      "add.u32 h2, h, %3;\n\t"
-      "add.u32 h2, h2, %4;\n\t"
-      "add.u32 h, h, %2;\n\t"
-      "mov.b64 c, {l, h};\n\t"
-      "mov.b64 c2, {l, h2};\n\t"
-      "@q0 st.global.u64 [%0], c;\n\t"
-      "@q1 st.global.u64 [%0+8], c2;\n\t}" ::"l"(addr),
-      "r"(end), "r"(kpop), "r"(k), "r"(p));
-}
-// record_pair_at is record_pair without the bound, at two ring addresses
-// (wrap build).
-__device__ __forceinline__ void record_pair_at(unsigned long long a0,
-                                               unsigned long long a1,
-                                               unsigned kpop, unsigned k,
-                                               unsigned p) {
-  asm volatile(
-      "{\n\t.reg .b64 c, c2;\n\t.reg .b32 l, h, h2;\n\t"
-      "mov.u64 c, %%clock64;\n\t"
-      "mov.b64 {l, h}, c;\n\t"
-      "add.u32 h2, h, %3;\n\t"
-      "add.u32 h2, h2, %4;\n\t"
-      "add.u32 h, h, %2;\n\t"
-      "mov.b64 c, {l, h};\n\t"
-      "mov.b64 c2, {l, h2};\n\t"
-      "st.global.u64 [%0], c;\n\t"
-      "st.global.u64 [%1], c2;\n\t}" ::"l"(a0),
-      "l"(a1), "r"(kpop), "r"(k), "r"(p));
-}
 __device__ __forceinline__ unsigned long long globaltimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -302,7 +260,7 @@ __device__ __forceinline__ void anchor(unsigned long long* gt,
 
 // The cursor saturates here instead of wrapping past 2^32 (then the header's
 // count is a lower bound and flag bit 3 says so); far enough below 2^32 that
-// a step of 16 (range_next) cannot wrap.
+// a step of 8 cannot wrap.
 constexpr unsigned kCursorLimit = 0xffffffe0u;
 
 }  // namespace detail
@@ -403,12 +361,12 @@ class Warp {
   // range_pop closes the innermost open push range.
   __device__ __forceinline__ void range_pop() { emit(IKET_KIND_POP, 0, 0u); }
   // range_next closes the innermost open push range and opens `name` at the
-  // same instant: range_pop(); range_push(name, payload); with one clock
-  // read for both records (the latency of one event), for phases that follow
-  // each other (wait, then compute, then wait ...).
+  // same instant, for phases that follow each other (wait, then compute,
+  // then wait ...): what range_pop(); range_push(name, payload); records,
+  // as one NEXT record, so it costs one event.
   __device__ __forceinline__ void range_next(unsigned short name,
                                              unsigned payload = 0u) {
-    emit_next(name, payload);
+    emit(IKET_KIND_NEXT, name, payload);
   }
   // range_pop(name) also asks the decoder to check that it closes `name`.
   __device__ __forceinline__ void range_pop(unsigned short name) {
@@ -475,29 +433,6 @@ class Warp {
                    (payload & 0xffffu) + z_);
 #endif
     pos_ = min(c + 8u, detail::kCursorLimit);
-  }
-
-  // emit_next records a plain pop and a push of name with one clock read.
-  __device__ __forceinline__ void emit_next(unsigned short name,
-                                            unsigned payload) {
-    const unsigned kpop = IKET_KIND_POP << 29;
-    const unsigned k =
-        (IKET_KIND_PUSH << 29) | (static_cast<unsigned>(name) << 16);
-#if IKET__BUILD_SAFE
-    const unsigned c = detail::max_active(detail::active_mask(), pos_);
-#else
-    const unsigned c = pos_;
-#endif
-#if IKET__BUILD_WRAP
-    const unsigned long long h = static_cast<unsigned long long>(hi_) << 32;
-    detail::record_pair_at(h | (first_ + (c & mask_)),
-                           h | (first_ + ((c + 8u) & mask_)), kpop + z_, k,
-                           (payload & 0xffffu) + z_);
-#else
-    detail::record_pair((static_cast<unsigned long long>(hi_) << 32) | c, end_,
-                        kpop + z_, k, (payload & 0xffffu) + z_);
-#endif
-    pos_ = min(c + 16u, detail::kCursorLimit);
   }
 
   WarpHeader* hdr_;
