@@ -88,9 +88,11 @@ type rawEvent struct {
 	Payload uint16
 }
 
-// slot decodes warp slot s of a result: header and its non-empty records
-// (a version-2 record's tag is its high word less the clock's high word at
-// the event, unwrapped forward from the warp's start anchor).
+// slot decodes warp slot s of a result: header and its non-empty records, in
+// slot order (a version-2 record's tag is its high word less the high word
+// of the event's cycle count, the first at or after the warp's start anchor
+// with the record's low word: slot order is not time order in a wrapped
+// ring, so each record is placed from the anchor on its own).
 func slot(t *testing.T, r *TraceResult, s uint64) (trace.WarpHeader, []rawEvent) {
 	t.Helper()
 	if r.Format != 1 && r.Format != 2 {
@@ -101,13 +103,12 @@ func slot(t *testing.T, r *TraceResult, s uint64) (trace.WarpHeader, []rawEvent)
 	var h trace.WarpHeader
 	trace.DecodeWarpHeader(b, &h)
 	var evs []rawEvent
-	c := h.StartClock
 	for i := uint32(0); i < r.Meta.Capacity; i++ {
 		rec := trace.Record(binary.LittleEndian.Uint64(b[trace.WarpHeaderSize+8*int(i):]))
 		if rec == 0 {
 			continue
 		}
-		c += uint64(rec.Clock() - uint32(c))
+		c := h.StartClock + uint64(rec.Clock()-uint32(h.StartClock))
 		tag := uint32(rec >> 32)
 		if r.Format == 2 {
 			tag -= uint32(c >> 32)
