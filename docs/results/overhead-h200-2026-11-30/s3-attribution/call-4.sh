@@ -1,0 +1,34 @@
+#!/bin/bash
+# throwaway device script (not committed): gemm attribution, stores vs instructions
+export PATH=$PATH:/usr/local/cuda/bin
+R=$OUT/r4; mkdir -p $R
+ARCH="-gencode=arch=compute_90a,code=sm_90a"
+M=/tmp/m; mkdir -p $M
+nvcc -O2 -std=c++17 $ARCH -Ikernels/include -o $M/bench kernels/bench/bench.cu -lcuda > $R/bench.build.txt 2>&1 &
+nvcc -cubin -O3 -lineinfo $ARCH -Ikernels/include -Ikernels/hopper -o $M/gemm_off.cubin kernels/hopper/gemm.cu &
+nvcc -cubin -O3 -lineinfo $ARCH -Ikernels/include -Ikernels/hopper -DHOPPER_SPIN_LIMIT=4000000 -o $M/gemm_dbg.cubin kernels/hopper/gemm.cu &
+variant() { # name flags...
+  local v=$1; shift
+  local D=/tmp/v/$v; mkdir -p $D
+  nvcc -cubin -O3 -lineinfo $ARCH -Ikernels/include -Ikernels/hopper -Xptxas -v -DIKET_ENABLE=1 "$@" -o $D/gemm_on.cubin kernels/hopper/gemm.cu > $D/build.log 2>&1 || { echo "$v build failed"; cat $D/build.log; return; }
+  grep -E "C75" $D/build.log | sed "s/^/$v: /"
+}
+for v in "base" "t0 -DGEMM_TRACE=0" "cw0 -DGEMM_CW0=1" "t1 -DGEMM_TRACE=1"; do variant $v & done
+wait
+for v in base t0 cw0 t1; do cp $M/gemm_off.cubin $M/gemm_dbg.cubin /tmp/v/$v/; done
+timeout 120 $M/bench check --kernels gemm --modules /tmp/v/cw0 --out /tmp/v/cw0 > $R/check-cw0.txt 2>&1; echo "check cw0 rc=$? $(grep -c correct $R/check-cw0.txt) correct lines"
+run() { # label dir [env]
+  local l=$1 v=$2; shift 2
+  env "$@" timeout 120 $M/bench time --kernels gemm --rounds 15 --modules /tmp/v/$v --out /tmp/v/$v --work /tmp/v/$v > $R/time-$l-$pass.txt 2>&1
+  echo "$l pass $pass rc=$? $(grep -E '^gemm ' /tmp/v/$v/table-time.txt | awk '{print $2, $4, $5, $6}' | tr '\n' ' ')"
+  rm -f /tmp/v/$v/table-time.txt /tmp/v/$v/*.bf16
+}
+for pass in 1 2 3; do
+  run base base
+  run cap0 base IKET_BENCH_CAP=0
+  run cw0 cw0
+  run t0 t0
+  run t1cap0 t1 IKET_BENCH_CAP=0
+done
+nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv,noheader
+cd $OUT && tar czf r4.tgz r4 && rm -rf r4
