@@ -267,11 +267,10 @@ func (d *Decoder) eachHeader(fn func(slot uint64, h *WarpHeader) error) error {
 //
 // A wrap-mode warp whose count saturated (cursor at its limit, the count a
 // lower bound) kept writing its later events at the saturated cursor: the
-// slot at count mod capacity, and the next one for version 1's two-record
-// range_next (left out in version 2 too, to be safe). Those two slots hold
-// either the oldest events or some of the newest, so they are left out; the
-// other capacity-2 slots hold the events just before the saturation, in
-// order.
+// slot at count mod capacity, and in version 1 the next one too (its
+// range_next wrote two records). Those slots hold either the oldest events
+// or some of the newest, so they are left out; the other slots hold the
+// events just before the saturation, in order.
 func (d *Decoder) ringSpan(h *WarpHeader) (first, n uint32, backward bool) {
 	capa := d.meta.Capacity
 	switch {
@@ -280,11 +279,14 @@ func (d *Decoder) ringSpan(h *WarpHeader) (first, n uint32, backward bool) {
 	case !d.wrap || h.Count < capa || (h.Count == capa && !h.CountSaturated()):
 		return 0, min(h.Count, capa), false
 	case h.CountSaturated():
-		const overwritten = 2
+		overwritten := uint32(2)
+		if d.kind7 { // version 2: every event is one record
+			overwritten = 1
+		}
 		if capa <= overwritten {
 			return 0, 0, true
 		}
-		return uint32((uint64(h.Count) + overwritten) % uint64(capa)), capa - overwritten, true
+		return uint32((uint64(h.Count) + uint64(overwritten)) % uint64(capa)), capa - overwritten, true
 	}
 	return h.Count % capa, capa, true
 }
@@ -540,9 +542,8 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 		w.Dropped = uint64(h.Count - n)
 	default:
 		// Not finished: count was never written. Scan to the first
-		// unwritten slot (all zero: a written record never is, its
-		// kind being 1 to 6 in version 1 and its high word tag + clock
-		// high word, at most 6<<29 + 2^29-1, in version 2).
+		// unwritten slot (all zero; a written record is zero only in
+		// the rare version-2 case docs/FORMAT.md section 4 describes).
 		if b, err = d.readRing(w.Slot, 0, capa); err != nil {
 			return nil, err
 		}
@@ -578,8 +579,12 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 		c := h.EndClock
 		for i := n - 1; i >= 0; i-- {
 			r := Record(le.Uint64(b[i*RecordSize:]))
-			c -= uint64(uint32(c) - uint32(r))
 			e := &ev[i]
+			if r == 0 { // unwritten: see decodeForward
+				e.hi, e.cycles = 0, c
+				continue
+			}
+			c -= uint64(uint32(c) - uint32(r))
 			e.hi, e.cycles = d.ct.tag(uint64(r), c), c
 		}
 		for i := range ev {
@@ -647,9 +652,16 @@ func decodeForward(ev []Event, raw []byte, start uint64, k *clockTerms) {
 		// One bounds check: re-slicing raw and ev instead costs a dozen
 		// instructions per record (pointer masking).
 		r := binary.LittleEndian.Uint64(raw[j*RecordSize : j*RecordSize+RecordSize])
-		c += uint64(uint32(r) - uint32(c))
 		e := &ev[j]
-		e.hi, e.cycles = uint32(r>>32)-uint32(c>>32)&hiMask, c
-		e.time = k.refNs + int64(base+float64(slope*float64(int64(c-refC))))
+		if r == 0 {
+			// An unwritten slot among the stored records: kind 0 at the
+			// previous event's cycle, which it does not move (in version 2
+			// its high word is no tag plus a clock).
+			e.hi, e.cycles = 0, c
+		} else {
+			c += uint64(uint32(r) - uint32(c))
+			e.hi, e.cycles = uint32(r>>32)-uint32(c>>32)&hiMask, c
+		}
+		e.time = k.refNs + int64(base+float64(slope*float64(int64(e.cycles-refC))))
 	}
 }

@@ -50,9 +50,16 @@ func Tag(k Kind, name, payload uint16) uint32 {
 // (1 or 2) for an event at cycle count cycles. Version 2 adds the tag to the
 // clock's high word, so the high word is tag + cycles>>32 (mod 2^32); the
 // decoder, which knows each event's full cycle count, subtracts it back.
+//
+// Kind 0 stands for an unwritten slot: in version 2 it encodes as the
+// all-zero record the device leaves there (in version 1, as a record of kind
+// 0 with the clock, which the decoder reads as unwritten too).
 func EncodeRecord(version int, k Kind, name, payload uint16, cycles uint64) Record {
 	if version == 1 {
 		return MakeRecord(k, name, payload, uint32(cycles))
+	}
+	if k == KindInvalid {
+		return 0
 	}
 	return Record(cycles + uint64(Tag(k, name, payload))<<32)
 }

@@ -124,13 +124,13 @@ type ViolationKind uint8
 
 // Violation kinds.
 const (
-	PopEmpty      ViolationKind = iota + 1 // pop with no open push
+	PopEmpty      ViolationKind = iota + 1 // pop (or NEXT) with no open push
 	PopMismatch                            // named pop closes another name
 	UnclosedRange                          // push or start still open at the warp's end
 	EndUnknown                             // end with no open start of that token
 	UnknownName                            // record names an id outside the table
 	WrongNameKind                          // e.g. a MARK name used in a push
-	BadRecord                              // kind 0/7, or time going backwards
+	BadRecord                              // kind 0 (unwritten), kind 7 in version 1, or time going backwards
 	NotFinished                            // warp started but never finished
 	DroppedEvents                          // events dropped (an error only in strict mode)
 	// UnorderedRecords: a wrap-mode warp that started but never finished
