@@ -84,17 +84,22 @@ func FuzzDecode(f *testing.F) {
 
 const fuzzCapacity = 8
 
+// decodeCapture wraps warp buffers in a capture: data[0] bit 0 selects wrap
+// mode, bit 1 record format version 1 (else 2).
 func decodeCapture(data []byte) (*trace.Capture, error) {
-	mode := trace.ModeStop
+	mode, version := trace.ModeStop, 2
 	if len(data) > 0 {
 		if data[0]&1 == 1 {
 			mode = trace.ModeWrap
+		}
+		if data[0]&2 == 2 {
+			version = 1
 		}
 		data = data[1:]
 	}
 	st := trace.Stride(fuzzCapacity)
 	warps := int64(len(data)) / st
-	meta := trace.Meta{Launches: []trace.LaunchMeta{{
+	meta := trace.Meta{Version: version, Launches: []trace.LaunchMeta{{
 		Kernel: "fuzz", Grid: [3]uint32{uint32(max(warps, 1)), 1, 1}, Block: [3]uint32{32, 1, 1}, WarpsPerCTA: 1,
 		Warps: uint64(warps), Capacity: fuzzCapacity, Mode: mode,
 		Names: emu.MustNames("RANGE a", "RANGE b", "MARK m", "ROLE r"),
@@ -109,36 +114,45 @@ func decodeCapture(data []byte) (*trace.Capture, error) {
 // decodeSeeds are the warp buffers of small emulated launches.
 func decodeSeeds(tb testing.TB) [][]byte {
 	var seeds [][]byte
-	for _, mode := range []trace.Mode{trace.ModeStop, trace.ModeWrap} {
-		l := &emu.Launch{Kernel: "fuzz", Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{32, 1, 1}, Capacity: fuzzCapacity,
-			Mode: mode, Names: emu.MustNames("RANGE a", "RANGE b", "MARK m", "ROLE r")}
-		l.Warp([3]uint32{0, 0, 0}, 0).Role("r", 1e9).Push("a", 1, 1e9+10).Push("b", 2, 1e9+20).Pop(1e9+30).Pop(1e9+40).Mark("m", 3, 1e9+50)
-		w := l.Warp([3]uint32{1, 0, 0}, 0).Start("a", 1, 1e9).Start("a", 1, 1e9+5).End("a", 1, 1e9+6)
-		for i := 0; i < 12; i++ {
-			w.Push("b", uint16(i), 1e9+100+uint64(i)*10).Pop(1e9 + 105 + uint64(i)*10)
+	for _, version := range []int{2, 1} {
+		for _, mode := range []trace.Mode{trace.ModeStop, trace.ModeWrap} {
+			l := &emu.Launch{Kernel: "fuzz", Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{32, 1, 1}, Capacity: fuzzCapacity,
+				Mode: mode, Names: emu.MustNames("RANGE a", "RANGE b", "MARK m", "ROLE r"), Version: version}
+			w0 := l.Warp([3]uint32{0, 0, 0}, 0).Role("r", 1e9).Push("a", 1, 1e9+10).Push("b", 2, 1e9+20)
+			if version == 2 {
+				w0.Next("a", 4, 1e9+25) // NEXT exists in version 2
+			}
+			w0.Pop(1e9+30).Pop(1e9+40).Mark("m", 3, 1e9+50)
+			w := l.Warp([3]uint32{1, 0, 0}, 0).Start("a", 1, 1e9).Start("a", 1, 1e9+5).End("a", 1, 1e9+6)
+			for i := 0; i < 12; i++ {
+				w.Push("b", uint16(i), 1e9+100+uint64(i)*10).Pop(1e9 + 105 + uint64(i)*10)
+			}
+			u := l.Warp([3]uint32{2, 0, 0}, 0).Push("a", 0, 1e9).Pop(1e9 + 4_294_967_296)
+			u.Unfinished = true
+			// The exit flags: lanes that disagreed, a saturated count.
+			x := l.Warp([3]uint32{3, 0, 0}, 0)
+			for i := 0; i < 12; i++ {
+				x.Push("a", uint16(i), 1e9+uint64(i)*10).Pop(1e9 + 5 + uint64(i)*10)
+			}
+			x.LanesDiverged, x.SaturateAt = true, 10
+			data, err := l.Capture()
+			if err != nil {
+				tb.Fatal(err)
+			}
+			c, err := emu.Read(data)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			lm := c.Launch(0).Meta
+			sel := byte(0)
+			if mode == trace.ModeWrap {
+				sel = 1
+			}
+			if version == 1 {
+				sel |= 2
+			}
+			seeds = append(seeds, append([]byte{sel}, data[lm.Offset:lm.Offset+lm.Size()]...))
 		}
-		u := l.Warp([3]uint32{2, 0, 0}, 0).Push("a", 0, 1e9).Pop(1e9 + 4_294_967_296)
-		u.Unfinished = true
-		// The exit flags: lanes that disagreed, a saturated count.
-		x := l.Warp([3]uint32{3, 0, 0}, 0)
-		for i := 0; i < 12; i++ {
-			x.Push("a", uint16(i), 1e9+uint64(i)*10).Pop(1e9 + 5 + uint64(i)*10)
-		}
-		x.LanesDiverged, x.SaturateAt = true, 10
-		data, err := l.Capture()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		c, err := emu.Read(data)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		lm := c.Launch(0).Meta
-		sel := byte(0)
-		if mode == trace.ModeWrap {
-			sel = 1
-		}
-		seeds = append(seeds, append([]byte{sel}, data[lm.Offset:lm.Offset+lm.Size()]...))
 	}
 	return seeds
 }
