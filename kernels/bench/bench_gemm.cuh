@@ -228,8 +228,9 @@ static void gemm_step(const Options& o, Device& dev, Timer& tm, bool check_only,
       h.b.resize((size_t)N * K);
       for (size_t i = 0; i < h.b.size(); ++i) h.b[i] = bf16_to_f(t[i]);
     }
-    // Records per warp: per tile, 4 per k step (two range_next) and a few
-    // at the tile's start and end; the role and slack once.
+    // Records per warp: per tile, at most 4 per k step (2 NEXT records; 4
+    // with GEMM_NEXT=0's push/pop pairs) and a few at the tile's start and
+    // end; the role and slack once.
     const int ktiles = K / BG_BK;
     const unsigned grid = gemm_grid(M, N, dev.sms);
     const int tiles = (M / BG_BM) * (N / BG_BN);
@@ -264,7 +265,7 @@ static void gemm_step(const Options& o, Device& dev, Timer& tm, bool check_only,
       std::string msg;
       uint64_t events;
       uint32_t maxc;
-      const bool hok = check_headers(tr.copy(), tr.warps, cap, &events, &maxc, &msg);
+      const bool hok = check_headers(tr.copy(), tr.warps, cap, &events, &maxc, &msg, true);
       printf("gemm instrumented %dx%dx%d trace: %s\n", M, N, K, msg.c_str());
       if (!hok) fail("gemm %dx%dx%d: trace buffers: %s", M, N, K, msg.c_str());
       ok = ok && hok;
@@ -278,7 +279,7 @@ static void gemm_step(const Options& o, Device& dev, Timer& tm, bool check_only,
       std::string msg;
       uint64_t events;
       uint32_t maxc;
-      if (!check_headers(bufs, tr.warps, cap, &events, &maxc, &msg)) {
+      if (!check_headers(bufs, tr.warps, cap, &events, &maxc, &msg, true)) {
         fail("gemm traced launch: %s", msg.c_str());
       } else {
         Samples s_off, s_on;
@@ -303,7 +304,7 @@ static void gemm_step(const Options& o, Device& dev, Timer& tm, bool check_only,
       std::string msg;
       uint64_t events;
       uint32_t maxc;
-      if (!check_headers(tr.copy(), tr.warps, cap, &events, &maxc, &msg))
+      if (!check_headers(tr.copy(), tr.warps, cap, &events, &maxc, &msg, true))
         fail("gemm timing: instrumented launch: %s", msg.c_str());
       const double flops = 2.0 * M * N * K;
       const double tf = flops / (s_off.median() * 1e-6) / 1e12;
