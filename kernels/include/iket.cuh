@@ -26,8 +26,7 @@
 //   }                               // the destructor closes the warp's record
 //
 // Lanes. Each lane keeps its own cursor, so an event is a handful of
-// instructions (five, one more to mask a payload of unknown range:
-// docs/OVERHEAD.md) and no warp-wide step. The rule that
+// instructions (five to eight: docs/OVERHEAD.md) and no warp-wide step. The rule that
 // buys this: a warp records each event with the same set of lanes as the one
 // before (the whole warp, or always lane 0 inside `if (lane == 0)`). Lanes
 // that recorded separately must call tr.sync_lanes() together before they
@@ -173,14 +172,6 @@ __device__ __forceinline__ bool leader(unsigned mask) {
   unsigned lt;
   asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
   return (mask & lt) == 0u;
-}
-
-// clock32 reads the low word of %clock64: one CS2R, where %clock takes a
-// uniform-register read and a move.
-__device__ __forceinline__ unsigned clock32() {
-  unsigned long long c;
-  asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
-  return static_cast<unsigned>(c);
 }
 
 __device__ __forceinline__ unsigned long long clock64v() {
@@ -410,12 +401,15 @@ class Warp {
   // allocates so) with the end of the records (ISETP), read the 64-bit clock
   // (CS2R), add kind, name and payload to its high word (IADD3), one 8-byte
   // store predicated off past capacity (STG), advance the cursor, saturating
-  // (VIADDMNMX): five instructions, plus one to mask a payload whose range
-  // the compiler does not know. The tag's addend carries z_ (zero at run
-  // time): without a per-lane term, ptxas moves the add of a warp-uniform
-  // payload (a stage index) to the uniform datapath and the clock there and
-  // back, four moves more. No fence, no branch, no warp-wide step. A wrap
-  // build masks a byte offset instead of comparing.
+  // (VIADDMNMX): five instructions when the tag's addend (payload & 0xffff)
+  // + z_ is already in a register (a constant payload, or the previous
+  // event's); a payload that changes from event to event adds its add (a
+  // VIADD), one of unknown range also its mask, and ptxas sometimes copies
+  // the address pair before the store. z_ is zero at run time: without a
+  // per-lane term, ptxas moves the add of a warp-uniform payload (a stage
+  // index) to the uniform datapath and the clock there and back, four moves
+  // more. No fence, no branch, no warp-wide step. A wrap build masks a byte
+  // offset instead of comparing.
   __device__ __forceinline__ void emit(unsigned kind, unsigned short name,
                                        unsigned payload) {
     const unsigned k = (kind << 29) | (static_cast<unsigned>(name) << 16);
