@@ -7,7 +7,8 @@
 #define BG_BK 64
 #define BG_THREADS 384
 #define BG_WARPS 12
-#define BG_SMEM (4 * (128 * 64 * 2 + 256 * 64 * 2) + 1024)
+// The ring, the epilogue's TMA-store buffers (8 warps x 2 x 2 KiB), alignment.
+#define BG_SMEM (4 * (128 * 64 * 2 + 256 * 64 * 2) + 8 * 2 * 2048 + 1024)
 
 typedef CUresult (*EncodeTiledFn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t,
                                   void*, const cuuint64_t*, const cuuint64_t*,
@@ -58,13 +59,13 @@ static CUtensorMap make_tmap(const void* base, int rows, int K, int box_rows) {
 
 struct GemmRun {
   CUfunction f;
-  CUtensorMap ta, tb;
+  CUtensorMap ta, tb, tc;  // tc: C for the epilogue's TMA stores, boxes of 16 x 64
   __nv_bfloat16* C;
   int M, N, K;
   cudaStream_t st;
   unsigned grid;  // CTAs; the kernel is persistent, any number works
   void operator()() {
-    void* args[] = {&ta, &tb, &C, &M, &N, &K};
+    void* args[] = {&ta, &tb, &tc, &C, &M, &N, &K};
     launch(f, grid, BG_THREADS, BG_SMEM, st, args);
   }
 };
@@ -239,7 +240,7 @@ static void gemm_step(const Options& o, Device& dev, Timer& tm, bool check_only,
         bench_cap() >= 0 ? (uint32_t)bench_cap() : (uint32_t)(per_cta * (4 * ktiles + 8) + 16);
     tr.alloc((uint64_t)grid * BG_WARPS, BG_WARPS, cap);
     GemmRun r_off{off.fn("gemm"), make_tmap(A, M, K, BG_BM), make_tmap(B, N, K, BG_BN),
-                  C, M, N, K, tm.st, grid};
+                  make_tmap(C, M, N, 16), C, M, N, K, tm.st, grid};
     GemmRun r_on = r_off;
     r_on.f = on.fn("gemm");
 

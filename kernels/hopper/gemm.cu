@@ -20,14 +20,18 @@
 //     wgmma.m64n256k16 (fp32 accumulators, 128 registers per thread), commits
 //     and waits for the previous stage's group, which it then frees (one
 //     arrive per warp: the empty barrier counts 8).
-//   Epilogue: each consumer thread converts its accumulators to bf16 and
-//     stores them as bf16 pairs straight to global memory, after freeing the
-//     tile's last stage.
+//   Epilogue, after freeing the tile's last stage: each consumer warp
+//     converts its 16 rows to bf16 in four chunks of 64 columns, each
+//     written to one of the warp's two 2 KiB shared-memory buffers
+//     (128-byte swizzle) and stored by lane 0 with a 2D TMA store
+//     (cp.async.bulk.tensor, box 64 x 16), so the SM's global-memory queue
+//     stays free. GEMM_EPI_TMA=0 stores bf16 pairs straight from the
+//     accumulators instead.
 //
 // Not done (see docs/OVERHEAD.md): thread-block clusters with TMA multicast,
-// ping-pong consumers (one warpgroup's epilogue under the other's MMAs), and
-// a shared-memory + TMA-store epilogue. Shapes must be multiples of
-// the tile: M % 128 == 0, N % 256 == 0, K % 64 == 0 (the host checks).
+// ping-pong consumers (one warpgroup's epilogue under the other's MMAs).
+// Shapes must be multiples of the tile: M % 128 == 0, N % 256 == 0,
+// K % 64 == 0 (the host checks).
 //
 // Tracing (iket.cuh; same source with and without -DIKET_ENABLE=1): every warp
 // sets its role once; per k step, with the ring stage as the payload, the
@@ -37,9 +41,12 @@
 // Launch: grid = (min(M/128 * N/256, SMs)) (any grid size is correct),
 // block = (384), dynamic shared memory =
 // GEMM_SMEM_BYTES; arguments (const __grid_constant__ CUtensorMap tmA,
-// const __grid_constant__ CUtensorMap tmB, bf16* C, int M, int N, int K).
-// tmA: bf16, dims {K, M}, row stride K*2 bytes, box {64, 128}; tmB: bf16,
-// dims {K, N}, row stride K*2 bytes, box {64, 256}; both SWIZZLE_128B.
+// const __grid_constant__ CUtensorMap tmB, const __grid_constant__
+// CUtensorMap tmC, bf16* C, int M, int N, int K). tmA: bf16, dims {K, M},
+// row stride K*2 bytes, box {64, 128}; tmB: bf16, dims {K, N}, row stride
+// K*2 bytes, box {64, 256}; tmC: bf16, dims {N, M}, row stride N*2 bytes,
+// box {64, 16}; all SWIZZLE_128B. C is written through tmC (C itself is used
+// only with GEMM_EPI_TMA=0).
 // Build: nvcc -cubin -gencode=arch=compute_90a,code=sm_90a.
 #include <cuda_bf16.h>
 #include <stdio.h>
@@ -87,8 +94,20 @@ IKET_NAMES(GEMM_NAMES)
 #define GEMM_A_BYTES (GEMM_BM * GEMM_BK * 2)  // 16 KiB
 #define GEMM_B_BYTES (GEMM_BN * GEMM_BK * 2)  // 32 KiB
 #define GEMM_STAGE_BYTES (GEMM_A_BYTES + GEMM_B_BYTES)
-// The ring plus 1 KiB to align it to the 1024 bytes the swizzle needs.
-#define GEMM_SMEM_BYTES (GEMM_STAGES * GEMM_STAGE_BYTES + 1024)
+// GEMM_EPI_TMA=1 (default): the epilogue writes each consumer warp's 16 rows
+// in chunks of 64 columns to shared memory (128-byte swizzle, two buffers of
+// 2 KiB per warp) and stores them with TMA (cp.async.bulk.tensor), so the
+// SM's global-memory queue stays free for the other warps (and for the
+// event stores of a traced build). GEMM_EPI_TMA=0 stores bf16 pairs
+// straight from the accumulators.
+#ifndef GEMM_EPI_TMA
+#define GEMM_EPI_TMA 1
+#endif
+#define GEMM_C_BUF_BYTES (16 * 64 * 2)  // 16 rows of 64 bf16: 2 KiB
+// The ring, the epilogue's buffers (8 consumer warps x 2), plus 1 KiB to
+// align the ring to the 1024 bytes the swizzle needs.
+#define GEMM_SMEM_BYTES \
+  (GEMM_STAGES * GEMM_STAGE_BYTES + 8 * 2 * GEMM_C_BUF_BYTES + 1024)
 
 // The 128-byte opaque tensor map (CUtensorMap), passed by value.
 struct __align__(64) TensorMap {
@@ -109,7 +128,8 @@ __device__ __forceinline__ void gemm_tile(int t, int tiles_m, int tiles_n,
 
 extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
     gemm(const __grid_constant__ TensorMap tmA,
-         const __grid_constant__ TensorMap tmB, __nv_bfloat16* __restrict__ C,
+         const __grid_constant__ TensorMap tmB,
+         const __grid_constant__ TensorMap tmC, __nv_bfloat16* __restrict__ C,
          int M, int N, int K) {
   iket::Warp tr;
 #if defined(HOPPER_HAS_WGMMA)
@@ -264,6 +284,39 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
       GEMM_EV(8, tr.range_push(iket_id::epilogue));
       // Accumulator i of thread (warp w in the warpgroup, lane l) holds row
       // 16w + l/4 (+8 when i%4 >= 2), column 8*(i/4) + 2*(l%4) + i%2.
+#if GEMM_EPI_TMA
+      {
+        unsigned char* cbuf = smem + GEMM_STAGES * GEMM_STAGE_BYTES +
+                              (warp - 4) * 2 * GEMM_C_BUF_BYTES;
+        const int r = lane / 4;  // this thread's rows: r and r + 8
+        const int y0 = tm * GEMM_BM + cw * 64 + wi * 16;
+#pragma unroll
+        for (int q = 0; q < GEMM_BN / 64; ++q) {
+          unsigned char* buf = cbuf + (q & 1) * GEMM_C_BUF_BYTES;
+          // The store that read this buffer (two chunks ago) is done.
+          if (lane == 0) hopper::bulk_wait_read<1>();
+          __syncwarp();
+          const uint32_t base = hopper::smem_u32(buf);
+#pragma unroll
+          for (int kk = 0; kk < 8; ++kk) {
+            const int i = 4 * (8 * q + kk);
+            // Byte column 16*kk + 4*(l%4) of a 128-byte row; the 128-byte
+            // swizzle XORs the 16-byte chunk (kk) with the row mod 8.
+            const uint32_t off = (uint32_t)((((kk ^ r) & 7) << 4) + 4 * (lane % 4));
+            __nv_bfloat162 lo = __floats2bfloat162_rn(acc[i], acc[i + 1]);
+            __nv_bfloat162 hi = __floats2bfloat162_rn(acc[i + 2], acc[i + 3]);
+            hopper::st_shared_u32(base + r * 128 + off, *reinterpret_cast<uint32_t*>(&lo));
+            hopper::st_shared_u32(base + (r + 8) * 128 + off, *reinterpret_cast<uint32_t*>(&hi));
+          }
+          hopper::fence_proxy_async_smem();
+          __syncwarp();
+          if (lane == 0) {
+            hopper::tma_store_2d(&tmC, buf, tn * GEMM_BN + q * 64, y0);
+            hopper::bulk_commit();
+          }
+        }
+      }
+#else
       const long long row0 =
           (long long)tm * GEMM_BM + cw * 64 + wi * 16 + lane / 4;
       const int col0 = tn * GEMM_BN + 2 * (lane % 4);
@@ -275,8 +328,14 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         *reinterpret_cast<__nv_bfloat162*>(C + row0 * N + col) = lo;
         *reinterpret_cast<__nv_bfloat162*>(C + (row0 + 8) * N + col) = hi;
       }
+#endif
       GEMM_EV(8, tr.range_pop());
     }
+#if GEMM_EPI_TMA
+    // The tile stores must be complete before the CTA ends.
+    if (lane == 0) hopper::bulk_wait<0>();
+    __syncwarp();
+#endif
   }
 #else
   // Built for a target without wgmma (plain sm_90 or older): refuse loudly.
