@@ -89,10 +89,8 @@ type rawEvent struct {
 }
 
 // slot decodes warp slot s of a result: header and its non-empty records, in
-// slot order (a version-2 record's tag is its high word less the high word
-// of the event's cycle count, the first at or after the warp's start anchor
-// with the record's low word: slot order is not time order in a wrapped
-// ring, so each record is placed from the anchor on its own).
+// slot order, each placed from the warp's start anchor on its own
+// (trace.Unpack: slot order is not time order in a wrapped ring).
 func slot(t *testing.T, r *TraceResult, s uint64) (trace.WarpHeader, []rawEvent) {
 	t.Helper()
 	if r.Format != 1 && r.Format != 2 {
@@ -108,11 +106,7 @@ func slot(t *testing.T, r *TraceResult, s uint64) (trace.WarpHeader, []rawEvent)
 		if rec == 0 {
 			continue
 		}
-		c := h.StartClock + uint64(rec.Clock()-uint32(h.StartClock))
-		tag := uint32(rec >> 32)
-		if r.Format == 2 {
-			tag -= uint32(c >> 32)
-		}
+		tag, _ := trace.Unpack(r.Format, rec, h.StartClock)
 		evs = append(evs, rawEvent{trace.Kind(tag >> 29), uint16(tag>>16) & 0x1fff, uint16(tag)})
 	}
 	return h, evs

@@ -580,3 +580,22 @@ func TestFormatVersions(t *testing.T) {
 		})
 	}
 }
+
+// TestUnpack: Unpack inverts EncodeRecord in both versions, for events on
+// either side of a step of the clock's high word, in any order, and reads an
+// all-zero record as unwritten.
+func TestUnpack(t *testing.T) {
+	start := uint64(3)<<32 - 100
+	for _, version := range []int{1, 2} {
+		for _, c := range []uint64{start, start + 99, start + 100, start + 1<<31} {
+			want := trace.Tag(trace.KindNext, 8191, 0xffff)
+			r := trace.EncodeRecord(version, trace.KindNext, 8191, 0xffff, c)
+			if tag, cy := trace.Unpack(version, r, start); tag != want || cy != c {
+				t.Errorf("v%d cycle %d: Unpack = %#x at %d, want %#x at %d", version, c, tag, cy, want, c)
+			}
+		}
+		if tag, cy := trace.Unpack(version, 0, start); tag != 0 || cy != start {
+			t.Errorf("v%d zero record: %#x at %d", version, tag, cy)
+		}
+	}
+}

@@ -64,8 +64,27 @@ func EncodeRecord(version int, k Kind, name, payload uint16, cycles uint64) Reco
 	return Record(cycles + uint64(Tag(k, name, payload))<<32)
 }
 
+// Unpack reads a record of format version (1 or 2) written by a warp whose
+// start anchor is start: the event's full cycle count is the first at or
+// after start with the record's low word (right for events within 2^32
+// cycles of the start, whatever their order in the buffer), and the tag is
+// the record's high word less, in version 2, the cycle count's. An all-zero
+// record is an unwritten slot: tag 0 (kind [KindInvalid]) at start. The
+// decoder does the same inline, unwrapping from the previous event instead.
+func Unpack(version int, r Record, start uint64) (tag uint32, cycles uint64) {
+	if r == 0 {
+		return 0, start
+	}
+	cycles = start + uint64(r.Clock()-uint32(start))
+	tag = uint32(r >> 32)
+	if version >= 2 {
+		tag -= uint32(cycles >> 32)
+	}
+	return tag, cycles
+}
+
 // Kind returns a version-1 record's kind (of a version-2 record, see
-// [EncodeRecord]).
+// [EncodeRecord] and [Unpack]).
 func (r Record) Kind() Kind { return Kind(r >> 61) }
 
 // Name returns a version-1 record's name id (0 = none).

@@ -33,11 +33,11 @@ func slot(t *testing.T, data []byte, s int) (trace.WarpHeader, []trace.Record) {
 	return h, recs
 }
 
-// tagOf returns a version-2 record's tag: its high word less the high word
-// of the event's cycle count, unwrapped forward from the warp's start.
+// tagOf returns a version-2 record's tag (trace.Unpack from the warp's
+// start anchor).
 func tagOf(h trace.WarpHeader, r trace.Record) uint32 {
-	c := h.StartClock + uint64(r.Clock()-uint32(h.StartClock))
-	return uint32(r>>32) - uint32(c>>32)
+	tag, _ := trace.Unpack(2, r, h.StartClock)
+	return tag
 }
 
 func kindOf(h trace.WarpHeader, r trace.Record) trace.Kind { return trace.Kind(tagOf(h, r) >> 29) }
@@ -118,12 +118,9 @@ func testLayout(t *testing.T, ver int, names []trace.Name, mode trace.Mode, n in
 	if got, want := recs[0].Clock(), uint32(cyc(wantIdx[0])); got != want {
 		t.Errorf("clock %d, want %d", got, want)
 	}
-	tag := uint32(recs[0] >> 32)
-	if ver == 2 {
-		tag -= uint32(cyc(wantIdx[0]) >> 32)
-	}
-	if tag != trace.Tag(trace.KindMark, 1, uint16(wantIdx[0])) {
-		t.Errorf("first record %#x: tag %#x, want mark 1 payload %d", uint64(recs[0]), tag, wantIdx[0])
+	tag, c := trace.Unpack(ver, recs[0], h.StartClock)
+	if tag != trace.Tag(trace.KindMark, 1, uint16(wantIdx[0])) || c != cyc(wantIdx[0]) {
+		t.Errorf("first record %#x: tag %#x at cycle %d, want mark 1 payload %d at %d", uint64(recs[0]), tag, c, wantIdx[0], cyc(wantIdx[0]))
 	}
 }
 
