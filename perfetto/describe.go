@@ -57,6 +57,9 @@ func describeLaunch(l *trace.LaunchMeta, info *LaunchInfo) string {
 	if lt := l.Latency; lt != nil {
 		fmt.Fprintf(&b, "\nlatency: uninstrumented median %.3f us (min %.3f), instrumented median %.3f us (min %.3f): ratio %.3f",
 			lt.Uninstrumented.MedianUS, lt.Uninstrumented.MinUS, lt.Instrumented.MedianUS, lt.Instrumented.MinUS, lt.Ratio)
+		if lt.Control != nil {
+			fmt.Fprintf(&b, "\ncontrol (the uninstrumented binary again): median %.3f us: ratio %.3f", lt.Control.MedianUS, lt.ControlRatio)
+		}
 		s := lt.Settings
 		fmt.Fprintf(&b, "\ntiming: %d rounds of %d calls after %d warmup calls, L2 flushed %t, interleaved %t, boundary %s",
 			s.Rounds, s.CallsPerRound, s.Warmup, s.FlushL2, s.Interleaved, s.Boundary)

@@ -87,10 +87,17 @@ type Name struct {
 
 // Latency is the CUDA-event latency comparison of the two builds.
 type Latency struct {
-	Uninstrumented Samples        `json:"uninstrumented"`
-	Instrumented   Samples        `json:"instrumented"`
-	Ratio          float64        `json:"ratio"` // instrumented median / uninstrumented median
-	Settings       TimingSettings `json:"settings"`
+	Uninstrumented Samples `json:"uninstrumented"`
+	Instrumented   Samples `json:"instrumented"`
+	// Control, when timed, is a second load of the uninstrumented binary in
+	// the same rounds: what two identical builds differ by in this run.
+	Control      *Samples `json:"control,omitempty"`
+	Ratio        float64  `json:"ratio"`                   // instrumented median / uninstrumented median
+	PairedRatio  float64  `json:"paired_ratio,omitempty"`  // median over rounds of instrumented / uninstrumented
+	ControlRatio float64  `json:"control_ratio,omitempty"` // control median / uninstrumented median
+	// ControlPairedRatio is the median over rounds of control / uninstrumented.
+	ControlPairedRatio float64        `json:"control_paired_ratio,omitempty"`
+	Settings           TimingSettings `json:"settings"`
 }
 
 // Samples are the per-round times of one build, in microseconds.
@@ -109,6 +116,7 @@ type TimingSettings struct {
 	FlushL2        bool   `json:"flush_l2"`
 	FlushBytes     int64  `json:"flush_bytes,omitempty"`
 	Interleaved    bool   `json:"interleaved"`
+	Order          string `json:"order,omitempty"` // how the builds take turns
 	Boundary       string `json:"boundary"`
 	WarmupStableAt int    `json:"warmup_stable_after,omitempty"`
 }

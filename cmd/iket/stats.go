@@ -125,7 +125,17 @@ func writeStatsTable(w io.Writer, a *analysis, names []string, m [][]float64) {
 		fmt.Fprintf(w, "\nclock fit: %d SMs, %.1f-%.1f MHz, worst residual %.1f ns\n", len(a.Clocks), lo.MHz, hi.MHz, worst)
 	}
 	if l := meta.Latency; l != nil {
-		fmt.Fprintf(w, "latency: uninstrumented %.2f us, instrumented %.2f us (medians of %d rounds), ratio %.3f\n",
-			l.Uninstrumented.MedianUS, l.Instrumented.MedianUS, len(l.Uninstrumented.RoundsUS), l.Ratio)
+		writeLatency(w, l)
+	}
+}
+
+// writeLatency prints the latency comparison, and the control's when the
+// timing had one.
+func writeLatency(w io.Writer, l *trace.Latency) {
+	fmt.Fprintf(w, "latency: uninstrumented %.2f us, instrumented %.2f us (medians of %d rounds), ratio %.3f\n",
+		l.Uninstrumented.MedianUS, l.Instrumented.MedianUS, len(l.Uninstrumented.RoundsUS), l.Ratio)
+	if l.Control != nil {
+		fmt.Fprintf(w, "control (the uninstrumented binary again): %.2f us, ratio %.3f: two identical builds differ by this much here\n",
+			l.Control.MedianUS, l.ControlRatio)
 	}
 }
