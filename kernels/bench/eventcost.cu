@@ -98,3 +98,24 @@ __device__ __forceinline__ void next_probe(unsigned* p) {
 
 extern "C" __global__ void ev_next1(unsigned* p) { next_probe<1>(p); }
 extern "C" __global__ void ev_next2(unsigned* p) { next_probe<2>(p); }
+
+// ev_pair1 and ev_pair2: one and two stamp + range_next_pair between a push
+// and a pop, the probe of a pair's instructions (two NEXT records).
+template <int N>
+__device__ __forceinline__ void pair_probe(unsigned* p) {
+  iket::Warp tr;
+  const unsigned v = p[1];
+  p[0] = v;
+  tr.range_push(iket_id::phase_a, v);
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const iket::Stamp t = tr.stamp();
+    tr.range_next_pair(t, static_cast<unsigned short>(iket_id::phase_b + i), v,
+                       iket_id::phase_a, v);
+  }
+  tr.range_pop();
+  p[2] = v + 1;
+}
+
+extern "C" __global__ void ev_pair1(unsigned* p) { pair_probe<1>(p); }
+extern "C" __global__ void ev_pair2(unsigned* p) { pair_probe<2>(p); }

@@ -125,6 +125,11 @@ def main(argv):
         nn = len(funcs["ev_next2"]) - len(funcs["ev_next1"])
         print(f"range_next (one NEXT record: a pop and a push at one instant): {nn} instructions "
               f"(ev_next2 {len(funcs['ev_next2'])} - ev_next1 {len(funcs['ev_next1'])})")
+    if "ev_pair1" in funcs and "ev_pair2" in funcs:
+        nn = len(funcs["ev_pair2"]) - len(funcs["ev_pair1"])
+        print(f"range_next_pair (stamp + two NEXT records, one 16-byte store when aligned): {nn} "
+              f"instructions, {nn / 2:.1f} per event "
+              f"(ev_pair2 {len(funcs['ev_pair2'])} - ev_pair1 {len(funcs['ev_pair1'])})")
     offs = {}
     if len(argv) > 2 and "eventcost_off" in argv[2]:
         offs = parse(argv[2])

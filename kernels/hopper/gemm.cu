@@ -74,8 +74,11 @@ IKET_NAMES(GEMM_NAMES)
 #endif
 // GEMM_NEXT=1 (default) records back-to-back phases with range_next (one
 // NEXT record: a pop and a push at one instant): per k-tile, a warp records
-// two events instead of four for the same ranges. Then a consumer's
-// wait_data and compute go together (bits 1 and 2 both set, or neither).
+// two events instead of four for the same ranges, stamping the first phase
+// change where it happens and storing both records together after the
+// copies or MMAs are issued (range_next_pair: one 16-byte store every other
+// k-tile, two 8-byte stores in between). Then a consumer's wait_data and
+// compute go together (bits 1 and 2 both set, or neither).
 // GEMM_NEXT=0 records push/pop pairs.
 #ifndef GEMM_NEXT
 #define GEMM_NEXT 1
@@ -177,7 +180,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
       for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         int tm, tn;
         gemm_tile(t, tiles_m, tiles_n, &tm, &tn);
+#if GEMM_NEXT
         const bool last_tile = t + (int)gridDim.x >= tiles;
+#endif
 #pragma unroll 1
         for (int kt = 0; kt < ktiles; ++kt, ++it) {
           const int s = it % GEMM_STAGES;
@@ -188,7 +193,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
           hopper::mbar_wait(&empty[s], (round & 1u) ^ 1u, 0x100u + s);
           __syncwarp();
 #if GEMM_NEXT
-          GEMM_EV(1, tr.range_next(iket_id::issue, s));
+          // The issue phase starts now; its record is stored with the next
+          // wait_free's, after the copies are issued.
+          const iket::Stamp issued = tr.stamp();
 #else
           GEMM_EV(1, tr.range_pop());
           GEMM_EV(1, tr.range_push(iket_id::issue, s));
@@ -203,9 +210,10 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
           __syncwarp();
 #if GEMM_NEXT
           if (!last_tile || kt + 1 < ktiles) {
-            GEMM_EV(1, tr.range_next(iket_id::wait_free, (it + 1) % GEMM_STAGES));
+            GEMM_EV(1, tr.range_next_pair(issued, iket_id::issue, s, iket_id::wait_free,
+                                          (it + 1) % GEMM_STAGES));
           } else {
-            GEMM_EV(1, tr.range_pop());
+            GEMM_EV(1, tr.range_next_pop(issued, iket_id::issue, s));
           }
 #else
           GEMM_EV(1, tr.range_pop());
@@ -240,7 +248,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         hopper::mbar_wait(&full[s], round & 1u, 0x200u + s);
         __syncwarp();  // reconverge before the .aligned wgmma instructions
 #if GEMM_NEXT
-        GEMM_EV(6, tr.range_next(iket_id::compute, s));
+        // Compute starts now; its record is stored with the next wait_data's,
+        // after the MMAs are issued.
+        const iket::Stamp computing = tr.stamp();
 #else
         GEMM_EV(2, tr.range_pop());
         GEMM_EV(4, tr.range_push(iket_id::compute, s));
@@ -265,9 +275,10 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         }
 #if GEMM_NEXT
         if (kt + 1 < ktiles) {
-          GEMM_EV(6, tr.range_next(iket_id::wait_data, (it + 1) % GEMM_STAGES));
+          GEMM_EV(6, tr.range_next_pair(computing, iket_id::compute, s, iket_id::wait_data,
+                                        (it + 1) % GEMM_STAGES));
         } else {
-          GEMM_EV(6, tr.range_pop());
+          GEMM_EV(6, tr.range_next_pop(computing, iket_id::compute, s));
         }
 #else
         GEMM_EV(4, tr.range_pop());

@@ -25,6 +25,10 @@
 //     }
 //   }                               // the destructor closes the warp's record
 //
+// In a pipeline loop, tr.stamp() takes a phase change's time where it
+// happens and range_next_pair(stamp, ...) stores it together with the next
+// one later, off the path the next phase waits on (see Warp::stamp).
+//
 // Lanes. Each lane keeps its own cursor, so an event is a handful of
 // instructions (five to eight: docs/OVERHEAD.md) and no warp-wide step. The rule that
 // buys this: a warp records each event with the same set of lanes as the one
@@ -82,6 +86,12 @@ namespace iket {
 struct Token {
   unsigned short name;
   unsigned short payload;
+};
+
+// Stamp is a clock reading taken by Warp::stamp() for an event stored later
+// (range_next(Stamp, ...), range_next_pair, range_next_pop).
+struct Stamp {
+  unsigned long long clock;
 };
 
 }  // namespace iket
@@ -206,6 +216,67 @@ __device__ __forceinline__ void record(unsigned long long addr, unsigned end,
       "mov.b64 c, {l, h};\n\t"
       "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
       "r"(end), "r"(k), "r"(p));
+}
+// record_c is record with a clock read earlier (Warp::stamp).
+__device__ __forceinline__ void record_c(unsigned long long addr, unsigned end,
+                                         unsigned k, unsigned p,
+                                         unsigned long long clk) {
+  asm volatile(
+      "{\n\t.reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 al, ah, l, h;\n\t"
+      "mov.b64 {al, ah}, %0;\n\t"
+      "setp.lt.u32 q, al, %1;\n\t"
+      "mov.b64 {l, h}, %4;\n\t"
+      "add.u32 h, h, %2;\n\t"
+      "add.u32 h, h, %3;\n\t"
+      "mov.b64 c, {l, h};\n\t"
+      "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
+      "r"(end), "r"(k), "r"(p), "l"(clk));
+}
+// record_pair stores two records at addr: the first with the clock clk read
+// earlier, the second with the clock now. One 16-byte store when addr is
+// 16-byte aligned and both fit below end; otherwise each record that fits
+// alone.
+__device__ __forceinline__ void record_pair(unsigned long long addr, unsigned end,
+                                            unsigned k1, unsigned p1,
+                                            unsigned long long clk, unsigned k2,
+                                            unsigned p2) {
+  asm volatile(
+      "{\n\t.reg .pred q1, q2, a, v, s1, s2;\n\t.reg .b64 c, d;\n\t"
+      ".reg .b32 al, ah, l, h, e;\n\t"
+      "mov.b64 {al, ah}, %0;\n\t"
+      "setp.lt.u32 q1, al, %1;\n\t"
+      "add.u32 e, al, 8;\n\t"
+      "setp.lt.u32 q2, e, %1;\n\t"
+      "and.b32 e, al, 8;\n\t"
+      "setp.eq.u32 a, e, 0;\n\t"
+      "and.pred v, a, q2;\n\t"
+      "and.pred s1, q1, !v;\n\t"
+      "and.pred s2, q2, !a;\n\t"
+      "mov.b64 {l, h}, %4;\n\t"
+      "add.u32 h, h, %2;\n\t"
+      "add.u32 h, h, %3;\n\t"
+      "mov.b64 c, {l, h};\n\t"
+      "mov.u64 d, %%clock64;\n\t"
+      "mov.b64 {l, h}, d;\n\t"
+      "add.u32 h, h, %5;\n\t"
+      "add.u32 h, h, %6;\n\t"
+      "mov.b64 d, {l, h};\n\t"
+      "@v st.global.v2.u64 [%0], {c, d};\n\t"
+      "@s1 st.global.u64 [%0], c;\n\t"
+      "@s2 st.global.u64 [%0+8], d;\n\t}" ::"l"(addr),
+      "r"(end), "r"(k1), "r"(p1), "l"(clk), "r"(k2), "r"(p2));
+}
+// record_at_c is record_at with a clock read earlier.
+__device__ __forceinline__ void record_at_c(unsigned long long addr, unsigned k,
+                                            unsigned p, unsigned long long clk) {
+  asm volatile(
+      "{\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
+      "mov.b64 {l, h}, %3;\n\t"
+      "add.u32 h, h, %1;\n\t"
+      "add.u32 h, h, %2;\n\t"
+      "mov.b64 c, {l, h};\n\t"
+      "st.global.u64 [%0], c;\n\t}" ::"l"(addr),
+      "r"(k), "r"(p), "l"(clk));
 }
 // record_at is record without the bound: a wrap build's address is always
 // inside the ring.
@@ -376,6 +447,36 @@ class Warp {
                                             unsigned payload = 0u) {
     emit(IKET_KIND_END, name, payload);
   }
+  // stamp reads the clock for an event stored later: take it where a phase
+  // changes, store the event where the warp waits anyway (after issuing its
+  // copies or MMAs, say), off the path the next phase waits on. The warp
+  // must record no other event between stamp() and the call that uses the
+  // stamp (records of a warp are stored in time order; docs/FORMAT.md).
+  __device__ __forceinline__ Stamp stamp() {
+    Stamp t = {detail::clock64v()};
+    return t;
+  }
+  // range_next(t, ...) is range_next at the instant t was stamped.
+  __device__ __forceinline__ void range_next(Stamp t, unsigned short name,
+                                             unsigned payload = 0u) {
+    emit_at(t, IKET_KIND_NEXT, name, payload);
+  }
+  // range_next_pair(t, n1, p1, n2, p2) is range_next(t, n1, p1) followed by
+  // range_next(n2, p2) now, for the two phase changes of one loop step
+  // (wait, then issue; wait, then compute): both records go out in one
+  // 16-byte store when their slot is 16-byte aligned (every other step of a
+  // warp that records pairs only), else in two.
+  __device__ __forceinline__ void range_next_pair(Stamp t, unsigned short n1,
+                                                  unsigned p1, unsigned short n2,
+                                                  unsigned p2 = 0u) {
+    emit_pair(t, IKET_KIND_NEXT, n1, p1, IKET_KIND_NEXT, n2, p2);
+  }
+  // range_next_pop(t, name, payload) is range_next(t, name, payload)
+  // followed by range_pop() now: a loop's last step.
+  __device__ __forceinline__ void range_next_pop(Stamp t, unsigned short name,
+                                                 unsigned payload = 0u) {
+    emit_pair(t, IKET_KIND_NEXT, name, payload, IKET_KIND_POP, 0, 0u);
+  }
   // set_role names the warp's role (a ROLE name); the last one set wins.
   // The role also goes into the header's flags (bits 16-28), so a wrapped
   // buffer that lost the ROLE event still names the warp's role.
@@ -428,6 +529,47 @@ class Warp {
 #endif
     pos_ = min(c + 8u, detail::kCursorLimit);
   }
+  // emit_at is emit with a clock read earlier.
+  __device__ __forceinline__ void emit_at(Stamp t, unsigned kind,
+                                          unsigned short name, unsigned payload) {
+    const unsigned k = (kind << 29) | (static_cast<unsigned>(name) << 16);
+#if IKET__BUILD_SAFE
+    const unsigned c = detail::max_active(detail::active_mask(), pos_);
+#else
+    const unsigned c = pos_;
+#endif
+#if IKET__BUILD_WRAP
+    detail::record_at_c((static_cast<unsigned long long>(hi_) << 32) | (first_ + (c & mask_)),
+                        k, (payload & 0xffffu) + z_, t.clock);
+#else
+    detail::record_c((static_cast<unsigned long long>(hi_) << 32) | c, end_, k,
+                     (payload & 0xffffu) + z_, t.clock);
+#endif
+    pos_ = min(c + 8u, detail::kCursorLimit);
+  }
+  // emit_pair stores two events, the first at t, the second now (one
+  // 16-byte store where it can; a wrap build's ring stores two).
+  __device__ __forceinline__ void emit_pair(Stamp t, unsigned kind1,
+                                            unsigned short name1, unsigned payload1,
+                                            unsigned kind2, unsigned short name2,
+                                            unsigned payload2) {
+    const unsigned k1 = (kind1 << 29) | (static_cast<unsigned>(name1) << 16);
+    const unsigned k2 = (kind2 << 29) | (static_cast<unsigned>(name2) << 16);
+#if IKET__BUILD_SAFE
+    const unsigned c = detail::max_active(detail::active_mask(), pos_);
+#else
+    const unsigned c = pos_;
+#endif
+#if IKET__BUILD_WRAP
+    const unsigned long long hi = static_cast<unsigned long long>(hi_) << 32;
+    detail::record_at_c(hi | (first_ + (c & mask_)), k1, (payload1 & 0xffffu) + z_, t.clock);
+    detail::record_at(hi | (first_ + ((c + 8u) & mask_)), k2, (payload2 & 0xffffu) + z_);
+#else
+    detail::record_pair((static_cast<unsigned long long>(hi_) << 32) | c, end_, k1,
+                        (payload1 & 0xffffu) + z_, t.clock, k2, (payload2 & 0xffffu) + z_);
+#endif
+    pos_ = min(c + 16u, detail::kCursorLimit);
+  }
 
   WarpHeader* hdr_;
   unsigned hi_;     // high word of the records' addresses
@@ -463,6 +605,14 @@ class Warp {
   }
   __device__ __forceinline__ void range_end(Token) {}
   __device__ __forceinline__ void range_end(unsigned short, unsigned = 0u) {}
+  __device__ __forceinline__ Stamp stamp() {
+    Stamp t = {0ull};
+    return t;
+  }
+  __device__ __forceinline__ void range_next(Stamp, unsigned short, unsigned = 0u) {}
+  __device__ __forceinline__ void range_next_pair(Stamp, unsigned short, unsigned,
+                                                  unsigned short, unsigned = 0u) {}
+  __device__ __forceinline__ void range_next_pop(Stamp, unsigned short, unsigned = 0u) {}
   __device__ __forceinline__ void set_role(unsigned short) {}
   __device__ __forceinline__ void sync_lanes() {}
 };
