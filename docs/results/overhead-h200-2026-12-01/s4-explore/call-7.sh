@@ -1,0 +1,33 @@
+#!/bin/bash
+# session 4, call 7: which never-run exit store costs: producer or consumer side, kernel-param or start-time value
+export PATH=$PATH:/usr/local/cuda/bin
+T0=$SECONDS
+R=$OUT/c7; mkdir -p $R
+ARCH="-gencode=arch=compute_90a,code=sm_90a"
+M=/tmp/m; mkdir -p $M
+nvcc -O2 -std=c++17 $ARCH -Ikernels/include -o $M/bench kernels/bench/bench.cu -lcuda > $R/bench.build.txt 2>&1 &
+cub() { local out=$1; shift; nvcc -cubin -O3 -lineinfo $ARCH -Ikernels/include -Ikernels/hopper -Xptxas -v "$@" -o $out kernels/hopper/gemm.cu > $out.log 2>&1 || { echo "$out build failed"; cat $out.log; }; }
+cub $M/gemm_off.cubin &
+cub $M/gemm_dbg.cubin -DHOPPER_SPIN_LIMIT=4000000 &
+for d in dp:-DGEMM_DUMMY_PROD dpl:-DGEMM_DUMMY_PROD_LIVE dcl:-DGEMM_DUMMY_CONS_LIVE; do cub $M/${d%%:*}.cubin ${d#*:} & done
+variant() { local v=$1; shift; local D=/tmp/v/$v; mkdir -p $D; cub $D/gemm_on.cubin -DIKET_ENABLE=1 "$@"; }
+V=(base "t0 -DGEMM_TRACE=0" "ne -DGEMM_TRACE=0 -DIKET_EXP_NOEXIT" "ldc -DGEMM_TRACE=0 -DIKET_EXP_LDCONLY" "lp -DGEMM_TRACE=0 -DIKET_EXP_LDCP" "lc -DGEMM_TRACE=0 -DIKET_EXP_LDCC")
+for v in "${V[@]}"; do variant $v & done
+wait
+echo "built at $((SECONDS-T0)) s"
+for v in "${V[@]}"; do set -- $v; cp $M/gemm_off.cubin $M/gemm_dbg.cubin /tmp/v/$1/; done
+for n in gemm_off dp dpl; do cuobjdump -sass $M/$n.cubin > $R/$n.sass; done
+for n in t0 ldc ne lp; do cuobjdump -sass /tmp/v/$n/gemm_on.cubin > $R/$n.sass; done
+run() { local l=$1 v=$2; shift 2
+  env "$@" timeout 120 $M/bench time --kernels gemm --rounds 21 --modules /tmp/v/$v --out /tmp/v/$v --work /tmp/v/$v > $R/time-$l-$pass.txt 2>&1
+  echo "$l pass $pass rc=$? t=$((SECONDS-T0)) $(grep -E '^gemm ' /tmp/v/$v/table-time.txt | awk '{print $2, $4, $5, $6, $7}' | tr '\n' ' ')"
+  cp /tmp/v/$v/bench-time.json $R/time-$l-$pass.json 2>/dev/null
+  rm -f /tmp/v/$v/table-time.txt /tmp/v/$v/*.bf16; }
+P=IKET_BENCH_PARTIAL=1; N=IKET_BENCH_NOCHECK=1; C=IKET_BENCH_CONTROL
+for pass in 1 2 3; do
+  for x in "base_dp base $C=$M/dp.cubin" "base_dpl base $C=$M/dpl.cubin" "base_dcl base $C=$M/dcl.cubin" "t0 t0 $P" "ne ne $P $N" "ldc ldc $P $N" "lp lp $P $N" "lc lc $P $N"; do
+    [ $((SECONDS-T0)) -gt 500 ] && { echo "stopping: time"; break 2; }
+    run $x
+  done
+done
+cd $OUT && tar czf c7.tgz c7 && rm -rf c7
