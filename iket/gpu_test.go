@@ -737,78 +737,119 @@ extern "C" __global__ void lanes(int sync) {
 `
 
 // pairsSource records a push, two stamped pairs (range_next_pair) and a
-// stamped range_next_pop: seven records per warp, the pairs' first records
-// at the stamp's instant.
+// stamped range_next_pop: seven records per warp. Between each stamp and
+// its pair the warp spins for 1000 cycles, so a pair's first record is at
+// least that much older than its second.
 const pairsSource = `#include "iket.cuh"
 #define PAIRS_NAMES(X) X(RANGE, a) X(RANGE, b) X(RANGE, c)
 IKET_NAMES(PAIRS_NAMES)
-extern "C" __global__ void pairs(unsigned* sink) {
+__device__ void spin_since(unsigned long long t) {
+  while ((unsigned long long)clock64() - t < 1000ull) {
+  }
+}
+extern "C" __global__ void pairs() {
   iket::Warp tr;
   tr.range_push(iket_id::a);
-  unsigned x = threadIdx.x;
   for (int i = 0; i < 2; ++i) {
     const iket::Stamp t = tr.stamp();
-    for (int j = 0; j < 64; ++j) x = x * 1664525u + 1013904223u;  // some work
+    spin_since(t.clock);
     tr.range_next_pair(t, iket_id::b, 2 * i + 1, iket_id::c, 2 * i + 2);
   }
   const iket::Stamp t = tr.stamp();
+  spin_since(t.clock);
   tr.range_next_pop(t, iket_id::b, 5);
-  sink[threadIdx.x] = x;
 }
 `
 
-// TestGPUPairs: range_next_pair and range_next_pop store two records each
-// (one 16-byte store in warp slots whose record is 16-byte aligned, two
-// 8-byte stores in the others: both occur, the slot stride being an odd
-// number of records), in time order, the first at its stamp; with a
-// capacity that ends inside a pair, the records that fit are kept and the
-// count says how many were attempted.
+// TestGPUPairs: range_next_pair and range_next_pop store two records each,
+// in stop mode (one 16-byte store in warp slots whose record is 16-byte
+// aligned, two 8-byte stores in the others: both occur, the slot stride
+// being an odd number of records), with safe lanes, and in wrap mode. The
+// records, their order and the count must be right; a pair's first record
+// carries its stamp (1000 cycles before the second); at capacities that end
+// inside a pair, after it, or just before it, the records that fit are kept
+// and the scratch slot after them stays unwritten.
 func TestGPUPairs(t *testing.T) {
 	d := openGPU(t)
-	m, err := d.Compile(Source{Path: "pairs.cu", Kind: KindCU, Data: []byte(pairsSource)}, true, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	sink, err := d.Alloc(64 * 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
-	cfg := LaunchConfig{Kernel: "pairs", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}}
 	const a, b, c = 1, 2, 3
 	all := []rawEvent{{trace.KindPush, a, 0}, {trace.KindNext, b, 1}, {trace.KindNext, c, 2},
 		{trace.KindNext, b, 3}, {trace.KindNext, c, 4}, {trace.KindNext, b, 5}, {trace.KindPop, 0, 0}}
-	for _, capacity := range []uint32{16, 4} {
-		t.Run(fmt.Sprintf("capacity %d", capacity), func(t *testing.T) {
-			res, err := m.Trace(cfg, []Arg{sink}, TraceOptions{Capacity: capacity})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := all[:min(len(all), int(capacity))]
-			for s := uint64(0); s < res.Meta.Warps; s++ {
-				h, evs := slot(t, res, s)
-				if h.Count != 7 || h.Flags&3 != 3 {
-					t.Fatalf("slot %d header %+v: want count 7, finished", s, h)
+	cfg := LaunchConfig{Kernel: "pairs", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}}
+	for _, tc := range []struct {
+		build      string
+		options    []string
+		mode       trace.Mode
+		capacities []uint32
+	}{
+		{"stop", nil, trace.ModeStop, []uint32{16, 5, 4, 3}},
+		{"safe lanes", []string{"-DIKET_SAFE_LANES=1"}, trace.ModeStop, []uint32{16, 4}},
+		{"wrap", []string{"-DIKET_WRAP=1"}, trace.ModeWrap, []uint32{16, 4}},
+	} {
+		m, err := d.Compile(Source{Path: "pairs.cu", Kind: KindCU, Data: []byte(pairsSource), Options: tc.options}, true, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		for _, capacity := range tc.capacities {
+			t.Run(fmt.Sprintf("%s capacity %d", tc.build, capacity), func(t *testing.T) {
+				res, err := m.Trace(cfg, nil, TraceOptions{Capacity: capacity, Mode: tc.mode})
+				if err != nil {
+					t.Fatal(err)
 				}
-				if diff := cmp.Diff(want, evs); diff != "" {
-					t.Fatalf("slot %d events (-want +got):\n%s", s, diff)
+				// kept: the events stored, by event index, and where.
+				first := 0
+				if tc.mode == trace.ModeWrap {
+					first = max(0, len(all)-int(capacity))
 				}
-				// Time order, from the raw records (a stamp older than the
-				// record before it would unwrap 2^32 cycles late).
+				last := min(len(all), int(capacity))
+				if tc.mode == trace.ModeWrap {
+					last = len(all)
+				}
+				slotOf := func(i int) int { return i % int(capacity) }
+				want := make([]rawEvent, capacity)
+				for i := first; i < last; i++ {
+					want[slotOf(i)] = all[i]
+				}
 				st := res.Meta.Stride()
-				raw := res.Buffers[int64(s)*st : int64(s+1)*st]
-				prev := uint64(0)
-				for i := range want {
-					rec := trace.Record(binary.LittleEndian.Uint64(raw[trace.WarpHeaderSize+8*i:]))
-					_, cyc := trace.Unpack(res.Format, rec, h.StartClock)
-					if cyc < prev {
-						t.Errorf("slot %d record %d at cycle %d, before the previous one (%d)", s, i, cyc, prev)
+				for s := uint64(0); s < res.Meta.Warps; s++ {
+					h, _ := slot(t, res, s)
+					if h.Count != 7 || h.Flags&3 != 3 || h.Flags&trace.FlagLanesDiverged != 0 {
+						t.Fatalf("slot %d header %+v: want count 7, finished, lanes together", s, h)
 					}
-					prev = cyc
+					raw := res.Buffers[int64(s)*st : int64(s+1)*st]
+					rec := func(j int) trace.Record {
+						return trace.Record(binary.LittleEndian.Uint64(raw[trace.WarpHeaderSize+8*j:]))
+					}
+					got := make([]rawEvent, capacity)
+					cycles := make([]uint64, len(all))
+					for j := range got {
+						if rec(j) == 0 {
+							continue
+						}
+						tag, cyc := trace.Unpack(res.Format, rec(j), h.StartClock)
+						got[j] = rawEvent{trace.Kind(tag >> 29), uint16(tag>>16) & 0x1fff, uint16(tag)}
+						for i := first; i < last; i++ {
+							if slotOf(i) == j {
+								cycles[i] = cyc
+							}
+						}
+					}
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Fatalf("slot %d records by slot (-want +got):\n%s", s, diff)
+					}
+					if scratch := rec(int(capacity)); scratch != 0 {
+						t.Errorf("slot %d: the scratch slot after the records holds %#x", s, uint64(scratch))
+					}
+					for i := first + 1; i < last; i++ {
+						gap := int64(cycles[i] - cycles[i-1])
+						pairSecond := i == 2 || i == 4 || i == 6
+						if gap < 0 || (pairSecond && i-1 >= first && gap < 1000) {
+							t.Errorf("slot %d: event %d is %d cycles after event %d (a pair's second: at least 1000)", s, i, gap, i-1)
+						}
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 

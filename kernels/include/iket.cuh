@@ -27,7 +27,8 @@
 //
 // In a pipeline loop, tr.stamp() takes a phase change's time where it
 // happens and range_next_pair(stamp, ...) stores it together with the next
-// one later, off the path the next phase waits on (see Warp::stamp).
+// one later, off the path the next phase waits on. Record no other event
+// between the stamp and its use (see Warp::stamp).
 //
 // Lanes. Each lane keeps its own cursor, so an event is a handful of
 // instructions (five to eight: docs/OVERHEAD.md) and no warp-wide step. The rule that
@@ -322,7 +323,7 @@ __device__ __forceinline__ void anchor(unsigned long long* gt,
 
 // The cursor saturates here instead of wrapping past 2^32 (then the header's
 // count is a lower bound and flag bit 3 says so); far enough below 2^32 that
-// a step of 8 cannot wrap.
+// a step of 8 (one event) or 16 (a pair) cannot wrap.
 constexpr unsigned kCursorLimit = 0xffffffe0u;
 
 }  // namespace detail
@@ -451,28 +452,36 @@ class Warp {
   // changes, store the event where the warp waits anyway (after issuing its
   // copies or MMAs, say), off the path the next phase waits on. The warp
   // must record no other event between stamp() and the call that uses the
-  // stamp (records of a warp are stored in time order; docs/FORMAT.md).
+  // stamp: a warp's records are stored in time order, and the decoder
+  // unwraps each record's clock from the one before, so an older stamp
+  // would put that record and every later one of the warp 2^32 cycles late
+  // with wrong tags (docs/FORMAT.md). Until the stamped event is stored, a
+  // warp that hangs or faults shows the previous phase as its last.
   __device__ __forceinline__ Stamp stamp() {
     Stamp t = {detail::clock64v()};
     return t;
   }
-  // range_next(t, ...) is range_next at the instant t was stamped.
+  // range_next(t, ...) is range_next at the instant t was stamped (no other
+  // event since stamp(); see there).
   __device__ __forceinline__ void range_next(Stamp t, unsigned short name,
                                              unsigned payload = 0u) {
     emit_at(t, IKET_KIND_NEXT, name, payload);
   }
   // range_next_pair(t, n1, p1, n2, p2) is range_next(t, n1, p1) followed by
   // range_next(n2, p2) now, for the two phase changes of one loop step
-  // (wait, then issue; wait, then compute): both records go out in one
-  // 16-byte store when their slot is 16-byte aligned (every other step of a
-  // warp that records pairs only), else in two.
+  // (wait, then issue; wait, then compute); no other event since stamp().
+  // Both records go out in one 16-byte store when the first's slot is
+  // 16-byte aligned, else in two 8-byte stores. A pair keeps the cursor's
+  // alignment, so a loop of pairs stores all its pairs one way or the other,
+  // depending on the number of records before it and the warp's slot.
   __device__ __forceinline__ void range_next_pair(Stamp t, unsigned short n1,
                                                   unsigned p1, unsigned short n2,
                                                   unsigned p2 = 0u) {
     emit_pair(t, IKET_KIND_NEXT, n1, p1, IKET_KIND_NEXT, n2, p2);
   }
   // range_next_pop(t, name, payload) is range_next(t, name, payload)
-  // followed by range_pop() now: a loop's last step.
+  // followed by range_pop() now: a loop's last step (no other event since
+  // stamp(); stored as range_next_pair is).
   __device__ __forceinline__ void range_next_pop(Stamp t, unsigned short name,
                                                  unsigned payload = 0u) {
     emit_pair(t, IKET_KIND_NEXT, name, payload, IKET_KIND_POP, 0, 0u);
@@ -563,7 +572,9 @@ class Warp {
 #if IKET__BUILD_WRAP
     const unsigned long long hi = static_cast<unsigned long long>(hi_) << 32;
     detail::record_at_c(hi | (first_ + (c & mask_)), k1, (payload1 & 0xffffu) + z_, t.clock);
-    detail::record_at(hi | (first_ + ((c + 8u) & mask_)), k2, (payload2 & 0xffffu) + z_);
+    // Saturated, both go to the stuck slot, as every later event does.
+    detail::record_at(hi | (first_ + (min(c + 8u, detail::kCursorLimit) & mask_)), k2,
+                      (payload2 & 0xffffu) + z_);
 #else
     detail::record_pair((static_cast<unsigned long long>(hi_) << 32) | c, end_, k1,
                         (payload1 & 0xffffu) + z_, t.clock, k2, (payload2 & 0xffffu) + z_);
