@@ -219,6 +219,16 @@ func newLatencyView(l *trace.Latency) *latencyView {
 	if s.WarmupStableAt > 0 {
 		lv.Settings = append(lv.Settings, fact{"warm-up stable after", fmt.Sprint(s.WarmupStableAt)})
 	}
+	if s.Order != "" {
+		lv.Settings = append(lv.Settings, fact{"order", s.Order})
+	}
+	if l.PairedRatio != 0 {
+		lv.Settings = append(lv.Settings, fact{"paired ratio (median over rounds)", fmt.Sprintf("%.3f", l.PairedRatio)})
+	}
+	if c := l.Control; c != nil {
+		lv.Settings = append(lv.Settings, fact{"control (the uninstrumented binary again)",
+			fmt.Sprintf("median %s, ratio %.3f: two identical builds differ by this much here", fmtUS(c.MedianUS), l.ControlRatio)})
+	}
 	return lv
 }
 

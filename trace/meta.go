@@ -85,7 +85,8 @@ type Name struct {
 	Text string   `json:"name"`
 }
 
-// Latency is the CUDA-event latency comparison of the two builds.
+// Latency is the CUDA-event latency comparison of the two builds, with the
+// control's timing when one was taken.
 type Latency struct {
 	Uninstrumented Samples `json:"uninstrumented"`
 	Instrumented   Samples `json:"instrumented"`

@@ -509,11 +509,11 @@ static const char* kBoundary =
     "256 MiB cudaMemsetAsync before each call, outside the events";
 
 // paired_ratio: the median over rounds of a round's b / a (the two calls of
-// one round ran next to each other).
+// one round ran next to each other); rounds with a time of 0 are left out.
 static double paired_ratio(const Samples& a, const Samples& b) {
   Samples q;
   for (size_t i = 0; i < a.us.size() && i < b.us.size(); ++i)
-    q.us.push_back(b.us[i] / a.us[i]);
+    if (a.us[i] > 0 && b.us[i] > 0) q.us.push_back(b.us[i] / a.us[i]);
   return q.us.empty() ? 0 : q.median();
 }
 
