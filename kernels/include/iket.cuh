@@ -522,37 +522,22 @@ class Warp {
   // offset instead of comparing.
   __device__ __forceinline__ void emit(unsigned kind, unsigned short name,
                                        unsigned payload) {
-    const unsigned k = (kind << 29) | (static_cast<unsigned>(name) << 16);
-#if IKET__BUILD_SAFE
-    const unsigned c = detail::max_active(detail::active_mask(), pos_);
-#else
-    const unsigned c = pos_;
-#endif
+    const unsigned c = cursor();
 #if IKET__BUILD_WRAP
-    const unsigned lo = first_ + (c & mask_);
-    detail::record_at((static_cast<unsigned long long>(hi_) << 32) | lo, k,
-                      (payload & 0xffffu) + z_);
+    detail::record_at(slot(c), tag(kind, name), addend(payload));
 #else
-    detail::record((static_cast<unsigned long long>(hi_) << 32) | c, end_, k,
-                   (payload & 0xffffu) + z_);
+    detail::record(slot(c), end_, tag(kind, name), addend(payload));
 #endif
     pos_ = min(c + 8u, detail::kCursorLimit);
   }
   // emit_at is emit with a clock read earlier.
   __device__ __forceinline__ void emit_at(Stamp t, unsigned kind,
                                           unsigned short name, unsigned payload) {
-    const unsigned k = (kind << 29) | (static_cast<unsigned>(name) << 16);
-#if IKET__BUILD_SAFE
-    const unsigned c = detail::max_active(detail::active_mask(), pos_);
-#else
-    const unsigned c = pos_;
-#endif
+    const unsigned c = cursor();
 #if IKET__BUILD_WRAP
-    detail::record_at_c((static_cast<unsigned long long>(hi_) << 32) | (first_ + (c & mask_)),
-                        k, (payload & 0xffffu) + z_, t.clock);
+    detail::record_at_c(slot(c), tag(kind, name), addend(payload), t.clock);
 #else
-    detail::record_c((static_cast<unsigned long long>(hi_) << 32) | c, end_, k,
-                     (payload & 0xffffu) + z_, t.clock);
+    detail::record_c(slot(c), end_, tag(kind, name), addend(payload), t.clock);
 #endif
     pos_ = min(c + 8u, detail::kCursorLimit);
   }
@@ -562,24 +547,43 @@ class Warp {
                                             unsigned short name1, unsigned payload1,
                                             unsigned kind2, unsigned short name2,
                                             unsigned payload2) {
-    const unsigned k1 = (kind1 << 29) | (static_cast<unsigned>(name1) << 16);
-    const unsigned k2 = (kind2 << 29) | (static_cast<unsigned>(name2) << 16);
-#if IKET__BUILD_SAFE
-    const unsigned c = detail::max_active(detail::active_mask(), pos_);
-#else
-    const unsigned c = pos_;
-#endif
+    const unsigned c = cursor();
 #if IKET__BUILD_WRAP
-    const unsigned long long hi = static_cast<unsigned long long>(hi_) << 32;
-    detail::record_at_c(hi | (first_ + (c & mask_)), k1, (payload1 & 0xffffu) + z_, t.clock);
+    detail::record_at_c(slot(c), tag(kind1, name1), addend(payload1), t.clock);
     // Saturated, both go to the stuck slot, as every later event does.
-    detail::record_at(hi | (first_ + (min(c + 8u, detail::kCursorLimit) & mask_)), k2,
-                      (payload2 & 0xffffu) + z_);
+    detail::record_at(slot(min(c + 8u, detail::kCursorLimit)), tag(kind2, name2),
+                      addend(payload2));
 #else
-    detail::record_pair((static_cast<unsigned long long>(hi_) << 32) | c, end_, k1,
-                        (payload1 & 0xffffu) + z_, t.clock, k2, (payload2 & 0xffffu) + z_);
+    detail::record_pair(slot(c), end_, tag(kind1, name1), addend(payload1), t.clock,
+                        tag(kind2, name2), addend(payload2));
 #endif
     pos_ = min(c + 16u, detail::kCursorLimit);
+  }
+  // cursor is the next event's cursor; a safe-lanes build catches the
+  // active lanes up to the furthest first.
+  __device__ __forceinline__ unsigned cursor() const {
+#if IKET__BUILD_SAFE
+    return detail::max_active(detail::active_mask(), pos_);
+#else
+    return pos_;
+#endif
+  }
+  // slot is the address of cursor c's record: stop, c is its low word;
+  // wrap, a byte count taken modulo the ring.
+  __device__ __forceinline__ unsigned long long slot(unsigned c) const {
+#if IKET__BUILD_WRAP
+    return (static_cast<unsigned long long>(hi_) << 32) | (first_ + (c & mask_));
+#else
+    return (static_cast<unsigned long long>(hi_) << 32) | c;
+#endif
+  }
+  // tag is a record's kind and name in place (format 2, docs/FORMAT.md);
+  // addend is the payload's part, plus z_ (see emit's comment).
+  static __device__ __forceinline__ unsigned tag(unsigned kind, unsigned short name) {
+    return (kind << 29) | (static_cast<unsigned>(name) << 16);
+  }
+  __device__ __forceinline__ unsigned addend(unsigned payload) const {
+    return (payload & 0xffffu) + z_;
   }
 
   WarpHeader* hdr_;
