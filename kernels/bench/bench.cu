@@ -508,8 +508,8 @@ static const char* kBoundary =
     "CUDA events around one launch on its own stream; L2 flushed by a "
     "256 MiB cudaMemsetAsync before each call, outside the events";
 
-// paired_ratio: the median over rounds of a round's b / a (the two calls of
-// one round ran next to each other); rounds with a time of 0 are left out.
+// paired_ratio: the median over rounds of a round's b / a (the two calls
+// ran in the same round); rounds with a time of 0 are left out.
 static double paired_ratio(const Samples& a, const Samples& b) {
   Samples q;
   for (size_t i = 0; i < a.us.size() && i < b.us.size(); ++i)

@@ -470,8 +470,9 @@ class Warp {
   // range_next_pair(t, n1, p1, n2, p2) is range_next(t, n1, p1) followed by
   // range_next(n2, p2) now, for the two phase changes of one loop step
   // (wait, then issue; wait, then compute); no other event since stamp().
-  // Both records go out in one 16-byte store when the first's slot is
-  // 16-byte aligned, else in two 8-byte stores. A pair keeps the cursor's
+  // In stop mode both records go out in one 16-byte store when the first's
+  // slot is 16-byte aligned and both fit, else in 8-byte stores (a wrap
+  // build always uses two). A pair keeps the cursor's
   // alignment, so a loop of pairs stores all its pairs one way or the other,
   // depending on the number of records before it and the warp's slot.
   __device__ __forceinline__ void range_next_pair(Stamp t, unsigned short n1,
