@@ -30,3 +30,23 @@ func TestLatencyViewControl(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteLatencyControlRounds: a timing with a control gets a control row
+// in the latency table and a control column in the rounds table.
+func TestWriteLatencyControlRounds(t *testing.T) {
+	c := synthCapture(t, 4, 4, 64)
+	l := c.Meta.Launches[0].Latency
+	l.Control = &trace.Samples{MedianUS: 10.625, MinUS: 10.375, MaxUS: 11.25, RoundsUS: []float64{10.375, 10.625, 11.25}}
+	l.ControlRatio, l.ControlPairedRatio = 10.625/10.5, 1.0
+	text := section(t, render(t, synthInput(t, c, Limits{})), "latency")
+	for _, want := range []string{
+		"control (uninstrumented again) 10.62 µs 10.38 µs 11.25 µs 3",
+		"round uninstrumented instrumented control",
+		"1 10.25 µs 10.5 µs 10.38 µs", "3 11 µs 11.5 µs 11.25 µs",
+		"ratio 1.012 (paired 1.000)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("latency section lacks %q; it reads:\n%s", want, text)
+		}
+	}
+}

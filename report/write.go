@@ -129,8 +129,8 @@ type latencyView struct {
 }
 
 type roundRow struct {
-	N                          int
-	Uninstrumented, Instrument string
+	N                                   int
+	Uninstrumented, Instrument, Control string
 }
 
 type condRow struct{ Label, Before, After string }
@@ -195,7 +195,11 @@ func newView(in *Input, lm *trace.LaunchMeta, p *payload) *view {
 
 func newLatencyView(l *trace.Latency) *latencyView {
 	lv := &latencyView{Latency: l}
-	n := max(len(l.Uninstrumented.RoundsUS), len(l.Instrumented.RoundsUS))
+	var ctl []float64
+	if l.Control != nil {
+		ctl = l.Control.RoundsUS
+	}
+	n := max(len(l.Uninstrumented.RoundsUS), len(l.Instrumented.RoundsUS), len(ctl))
 	at := func(s []float64, i int) string {
 		if i < len(s) {
 			return fmtUS(s[i])
@@ -204,7 +208,7 @@ func newLatencyView(l *trace.Latency) *latencyView {
 	}
 	for i := range n {
 		lv.Rounds = append(lv.Rounds, roundRow{N: i + 1,
-			Uninstrumented: at(l.Uninstrumented.RoundsUS, i), Instrument: at(l.Instrumented.RoundsUS, i)})
+			Uninstrumented: at(l.Uninstrumented.RoundsUS, i), Instrument: at(l.Instrumented.RoundsUS, i), Control: at(ctl, i)})
 	}
 	lv.Chart = newRoundsChart(l.Uninstrumented.RoundsUS, l.Instrumented.RoundsUS)
 	s := l.Settings
@@ -227,7 +231,8 @@ func newLatencyView(l *trace.Latency) *latencyView {
 	}
 	if c := l.Control; c != nil {
 		lv.Settings = append(lv.Settings, fact{"control (the uninstrumented binary again)",
-			fmt.Sprintf("median %s, ratio %.3f: two identical builds differ by this much here", fmtUS(c.MedianUS), l.ControlRatio)})
+			fmt.Sprintf("median %s, ratio %.3f (paired %.3f): two identical builds differ by this much here",
+				fmtUS(c.MedianUS), l.ControlRatio, l.ControlPairedRatio)})
 	}
 	return lv
 }
