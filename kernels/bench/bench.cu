@@ -393,7 +393,7 @@ static bool check_headers(const std::vector<unsigned char>& h, uint64_t warps,
   *msg = b;
   const bool drops_ok = drops == 0 || (relaxed && bench_cap() >= 0);
   const bool silent_ok = silent == 0 || (relaxed && bench_partial());
-  return bad == 0 && drops_ok && silent_ok && (*events > 0 || (relaxed && bench_partial()));
+  return warps > 0 && bad == 0 && drops_ok && silent_ok;
 }
 
 // ---- timing -----------------------------------------------------------------
@@ -437,44 +437,25 @@ struct Timer {
     CK(cudaEventElapsedTime(&ms, a, b));
     return ms * 1000.0;
   }
-  // Warm-up calls of the three, then rounds that rotate which goes first:
-  // the uninstrumented build, the instrumented one, and the control (a
-  // second load of the uninstrumented cubin: same code, its own module). The
-  // control's ratio to the uninstrumented build is what two identical builds
-  // differ by in this run (the noise the instrumented ratio is read against).
-  void trio(const std::function<void()>& off, const std::function<void()>& on,
-            const std::function<void()>& ctl, int warmup, int rounds,
-            Samples* s_off, Samples* s_on, Samples* s_ctl, const char* what) {
-    for (int w = 0; w < warmup; ++w) {
-      once(off, w, what);
-      once(on, w, what);
-      once(ctl, w, what);
-    }
-    const std::function<void()>* f[3] = {&off, &on, &ctl};
-    Samples* s[3] = {s_off, s_on, s_ctl};
+  // interleave times builds (a launch and where its times go): warm-up calls
+  // of each, then rounds that rotate which goes first (two builds
+  // alternate). gemm and pipeline timings pass three: the uninstrumented
+  // build, the instrumented one, and the control (a second load of the
+  // uninstrumented cubin: same code, its own module), whose ratio to the
+  // uninstrumented build is what two identical builds differ by in this run
+  // (the noise the instrumented ratio is read against).
+  using Build = std::pair<std::function<void()>, Samples*>;
+  void interleave(std::initializer_list<Build> list, int warmup, int rounds,
+                  const char* what) {
+    const std::vector<Build> b(list);
+    const int n = (int)b.size();
+    for (int w = 0; w < warmup; ++w)
+      for (const Build& x : b) once(x.first, w, what);
     for (int r = 0; r < rounds; ++r)
-      for (int i = 0; i < 3; ++i) {
-        const int j = (r + i) % 3;
-        s[j]->us.push_back(once(*f[j], r, what));
+      for (int i = 0; i < n; ++i) {
+        const Build& x = b[(r + i) % n];
+        x.second->us.push_back(once(x.first, r, what));
       }
-  }
-  // Warm-up calls of both builds, then rounds alternating which goes first.
-  void pair(const std::function<void()>& off, const std::function<void()>& on,
-            int warmup, int rounds, Samples* s_off, Samples* s_on,
-            const char* what) {
-    for (int w = 0; w < warmup; ++w) {
-      once(off, w, what);
-      once(on, w, what);
-    }
-    for (int r = 0; r < rounds; ++r) {
-      if (r % 2 == 0) {
-        s_off->us.push_back(once(off, r, what));
-        s_on->us.push_back(once(on, r, what));
-      } else {
-        s_on->us.push_back(once(on, r, what));
-        s_off->us.push_back(once(off, r, what));
-      }
-    }
   }
 };
 

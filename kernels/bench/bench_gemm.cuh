@@ -290,7 +290,8 @@ static void gemm_step(const Options& o, Device& dev, Timer& tm, bool check_only,
         fail("gemm traced launch: %s", msg.c_str());
       } else {
         Samples s_off, s_on;
-        tm.pair(r_off, r_on, o.warmup, o.rounds, &s_off, &s_on, "gemm trace timing");
+        tm.interleave({{r_off, &s_off}, {r_on, &s_on}}, o.warmup, o.rounds,
+                      "gemm trace timing");
         LaunchInfo li;
         li.kernel = "gemm";
         li.source = "kernels/hopper/gemm.cu";
@@ -309,8 +310,8 @@ static void gemm_step(const Options& o, Device& dev, Timer& tm, bool check_only,
       Samples s_off, s_on, s_ctl;
       GemmRun r_ctl = r_off;
       r_ctl.f = ctl.fn("gemm");
-      tm.trio(r_off, r_on, r_ctl, o.warmup, o.rounds, &s_off, &s_on, &s_ctl,
-              "gemm timing");
+      tm.interleave({{r_off, &s_off}, {r_on, &s_on}, {r_ctl, &s_ctl}},
+                    o.warmup, o.rounds, "gemm timing");
       std::string msg;
       uint64_t events;
       uint32_t maxc;

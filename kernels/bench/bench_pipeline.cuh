@@ -175,7 +175,8 @@ static void pipeline_step(const Options& o, Device& dev, Timer& tm,
         continue;
       }
       Samples s_off, s_on;
-      tm.pair(r_off, r_on, o.warmup, o.rounds, &s_off, &s_on, "pipeline trace timing");
+      tm.interleave({{r_off, &s_off}, {r_on, &s_on}}, o.warmup, o.rounds,
+                    "pipeline trace timing");
       LaunchInfo li;
       li.kernel = "pipeline";
       li.source = "kernels/hopper/pipeline.cu";
@@ -198,12 +199,12 @@ static void pipeline_step(const Options& o, Device& dev, Timer& tm,
     const size_t bytes = (size_t)rows * BP_ROW * 4;
     Samples s_cp, s_cp2;
     auto copy = [&]() { CK(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, tm.st)); };
-    tm.pair(copy, copy, 1, 5, &s_cp, &s_cp2, "device copy timing");
+    tm.interleave({{copy, &s_cp}, {copy, &s_cp2}}, 1, 5, "device copy timing");
     Samples s_off, s_on, s_ctl;
     PipelineRun r_ctl = r_off;
     r_ctl.f = ctl.fn("pipeline");
-    tm.trio(r_off, r_on, r_ctl, o.warmup, o.rounds, &s_off, &s_on, &s_ctl,
-            "pipeline timing");
+    tm.interleave({{r_off, &s_off}, {r_on, &s_on}, {r_ctl, &s_ctl}},
+                    o.warmup, o.rounds, "pipeline timing");
     // The timed launches must not have dropped anything either.
     std::string msg;
     uint64_t events;
