@@ -77,8 +77,9 @@ IKET_NAMES(GEMM_NAMES)
 // two events instead of four for the same ranges, stamping the first phase
 // change where it happens and storing both records together after the
 // copies or MMAs are issued (range_next_pair: one 16-byte store where the
-// pair's slot is 16-byte aligned, else two 8-byte stores; at 4096^3 the
-// producer's pairs are all aligned, a consumer warp's all or none per tile).
+// pair's slot is 16-byte aligned, else two 8-byte stores; with the bench's
+// even capacities the layout makes the producer's pairs all aligned and a
+// consumer warp's all or none per tile).
 // Then a consumer's wait_data and compute go together (bits 1 and 2 both
 // set, or neither).
 // GEMM_NEXT=0 records push/pop pairs.
