@@ -218,7 +218,11 @@ __device__ __forceinline__ void record(unsigned long long addr, unsigned end,
       "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
       "r"(end), "r"(k), "r"(p));
 }
-// record_c is record with a clock read earlier (Warp::stamp).
+// record_c is record with a clock read earlier (Warp::stamp). record reads
+// its clock inside its own asm statement on purpose: a record_c fed by a
+// separate clock read compiles to as many instructions but cost the event
+// throughput 10% on the H200
+// (docs/results/overhead-h200-2026-12-01/s4-review).
 __device__ __forceinline__ void record_c(unsigned long long addr, unsigned end,
                                          unsigned k, unsigned p,
                                          unsigned long long clk) {
