@@ -9,8 +9,12 @@
 // see docs/OVERHEAD.md for the method.
 //
 //   bench STEP --modules DIR --out DIR [--work DIR] [--cublas FILE]
-//              [--rounds N] [--warmup N] [--quick]
+//              [--rounds N] [--warmup N] [--quick] [--control DIR]
 //   STEP: check | trace | time | eventcost | selftest
+//   --control DIR: time's control is DIR's uninstrumented cubin instead of a
+//   second load of --modules' one, so a candidate change to a kernel is timed
+//   against the current kernel in the same rounds (its results are checked
+//   like the other builds'; the control column is then candidate / current).
 //
 // Exit codes: 0 all checks passed; 1 a check failed (wrong results, drops,
 // slower than a hard limit is never a failure); 2 a CUDA call failed; 3 a
@@ -106,6 +110,9 @@ struct Options {
   std::string out = "out";
   std::string work = "/tmp/iket-bench";
   std::string cublas;  // "size median_us" lines from torch_ref.py time
+  std::string control;  // --control DIR: the control's cubins ("": --modules)
+  // control_dir is where time's control cubin comes from.
+  std::string control_dir() const { return control.empty() ? modules : control; }
   int rounds = 9;
   int warmup = 3;
   bool quick = false;
@@ -117,7 +124,7 @@ static int usage() {
   fprintf(stderr,
           "usage: bench check|trace|time|eventcost|selftest --modules DIR "
           "--out DIR [--work DIR] [--cublas FILE] [--rounds N] [--warmup N] "
-          "[--quick] [--kernels all|pipeline|gemm]\n");
+          "[--quick] [--kernels all|pipeline|gemm] [--control DIR]\n");
   return 64;
 }
 
@@ -757,6 +764,8 @@ int main(int argc, char** argv) {
       if (!val(&o.work)) return usage();
     } else if (a == "--cublas") {
       if (!val(&o.cublas)) return usage();
+    } else if (a == "--control") {
+      if (!val(&o.control)) return usage();
     } else if (a == "--rounds") {
       if (!val(&v)) return usage();
       o.rounds = atoi(v.c_str());
@@ -819,6 +828,8 @@ int main(int argc, char** argv) {
                r.on_us / r.off_us, r.ctl_us / r.off_us, r.perf.c_str(), r.ref.c_str());
       t += b;
     }
+    if (!o.control.empty())
+      t += "control: the uninstrumented cubins of " + o.control + "\n";
     printf("\n%s", t.c_str());
     const std::string tp = o.out + "/table-" + o.step + ".txt";
     if (FILE* f = fopen(tp.c_str(), "w")) {

@@ -178,9 +178,10 @@ static void gemm_step(const Options& o, Device& dev, Timer& tm, bool check_only,
   Module off, on, dbg, ctl;
   off.load(o.modules + "/gemm_off.cubin");
   on.load(o.modules + "/gemm_on.cubin");
-  // The timing's control: the uninstrumented cubin loaded a second time.
+  // The timing's control: the uninstrumented cubin loaded a second time, or
+  // --control's (then checked like the others below).
   const bool timing = !check_only && !trace;
-  if (timing) ctl.load(o.modules + "/gemm_off.cubin");
+  if (timing) ctl.load(o.control_dir() + "/gemm_off.cubin");
   Trace tr;
   tr.attach(on);
   struct Shape {
@@ -202,6 +203,7 @@ static void gemm_step(const Options& o, Device& dev, Timer& tm, bool check_only,
     dbg.load(o.modules + "/gemm_dbg.cubin");
     builds.insert(builds.begin(), {"debug", &dbg});
   }
+  if (timing && !o.control.empty()) builds.push_back({"control", &ctl});
   for (auto& b : builds)
     CU(cuFuncSetAttribute(b.second->fn("gemm"),
                           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, BG_SMEM));

@@ -96,9 +96,10 @@ static void pipeline_step(const Options& o, Device& dev, Timer& tm,
   Module off, on, dbg, ctl;
   off.load(o.modules + "/pipeline_off.cubin");
   on.load(o.modules + "/pipeline_on.cubin");
-  // The timing's control: the uninstrumented cubin loaded a second time.
+  // The timing's control: the uninstrumented cubin loaded a second time, or
+  // --control's (then checked like the others below).
   const bool timing = !check_only && !trace;
-  if (timing) ctl.load(o.modules + "/pipeline_off.cubin");
+  if (timing) ctl.load(o.control_dir() + "/pipeline_off.cubin");
   Trace tr;
   tr.attach(on);
   const int grid = dev.sms;
@@ -125,6 +126,7 @@ static void pipeline_step(const Options& o, Device& dev, Timer& tm,
     dbg.load(o.modules + "/pipeline_dbg.cubin");
     builds.insert(builds.begin(), {"debug", &dbg});
   }
+  if (timing && !o.control.empty()) builds.push_back({"control", &ctl});
   for (auto& b : builds)
     CU(cuFuncSetAttribute(b.second->fn("pipeline"),
                           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, BP_SMEM));
