@@ -145,7 +145,13 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
   unsigned char* smem = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
 
-  const int warp = threadIdx.x / 32;
+  // The warp index through a shuffle, so the compiler knows every lane has
+  // the same one and the role branches below are warp-uniform to it. With
+  // threadIdx.x / 32 alone, the traced build (whose exit record joins the
+  // branches again) got convergence regions and divergence checks inside
+  // them from ptxas, and longer producer code (docs/OVERHEAD.md, fifth
+  // session).
+  const int warp = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 32), 0);
   const int lane = threadIdx.x % 32;
   const int wg = warp / 4;
 

@@ -54,7 +54,12 @@ extern "C" __global__ void __launch_bounds__(PIPE_THREADS, 1)
   __shared__ __align__(8) uint64_t full[PIPE_STAGES];
   __shared__ __align__(8) uint64_t empty[PIPE_STAGES];
 
-  const int warp = threadIdx.x / 32;
+  // The warp index through a shuffle, so the compiler knows every lane has
+  // the same one and the role branches below are warp-uniform to it. With
+  // threadIdx.x / 32 alone, ptxas (CUDA 13.0) put divergence checks and
+  // convergence regions inside them, in both builds: 392 and 592 SASS
+  // instructions against 312 and 504 now (docs/OVERHEAD.md, fifth session).
+  const int warp = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 32), 0);
   const int lane = threadIdx.x % 32;
   if (threadIdx.x == 0) {
     for (int s = 0; s < PIPE_STAGES; ++s) {
