@@ -736,6 +736,33 @@ extern "C" __global__ void lanes(int sync) {
 }
 `
 
+// exitsSource ends warps three ways, so each way of writing the exit record
+// is checked: mode 0, the whole warp sets two roles (the second wins) and
+// records two marks; mode 1, lane 0 alone sets the role, then the warp
+// leaves together; mode 2, lanes 1-31 return at once (recording nothing)
+// and lane 0 sets the role and records a mark alone. A block of 48 threads
+// makes warp 1 a partial warp (16 lanes).
+const exitsSource = `#include "iket.cuh"
+#define EXITS_NAMES(X) X(ROLE, ra) X(ROLE, rb) X(MARK, m)
+IKET_NAMES(EXITS_NAMES)
+extern "C" __global__ void exits(int mode) {
+  iket::Warp tr;
+  const unsigned lane = threadIdx.x % 32;
+  if (mode == 0) {
+    tr.set_role(iket_id::ra);
+    tr.mark(iket_id::m, 1);
+    tr.set_role(iket_id::rb);
+    tr.mark(iket_id::m, 2);
+  } else if (mode == 1) {
+    if (lane == 0) tr.set_role(iket_id::ra);
+  } else {
+    if (lane != 0) return;
+    tr.set_role(iket_id::rb);
+    tr.mark(iket_id::m, 3);
+  }
+}
+`
+
 // pairsSource records a push, two stamped pairs (range_next_pair) and a
 // stamped range_next_pop: seven records per warp. Between each stamp and
 // its pair the warp spins for 1000 cycles, so a pair's first record is at
@@ -859,6 +886,48 @@ func TestGPUPairs(t *testing.T) {
 // decoding reports; tr.sync_lanes() rejoins them and the records are whole;
 // a warp that records with lane 0 alone all along is not flagged; range_next
 // writes one NEXT record, which decodes to ranges that meet.
+// TestGPUExitRecord checks the exit record of warps that leave together
+// (one lane stores the fields plainly) and of warps whose lanes leave apart
+// or that are partial (each group's leader merges with reductions): count,
+// role, the started and finished flags and the end anchor.
+func TestGPUExitRecord(t *testing.T) {
+	d := openGPU(t)
+	m, err := d.Compile(Source{Path: "exits.cu", Kind: KindCU, Data: []byte(exitsSource)}, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cfg := LaunchConfig{Kernel: "exits", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{48, 1, 1}}
+	const ra, rb = 1, 2
+	for _, tc := range []struct {
+		mode  int32
+		count uint32
+		role  uint16
+	}{{0, 4, rb}, {1, 1, ra}, {2, 2, rb}} {
+		t.Run(fmt.Sprintf("mode %d", tc.mode), func(t *testing.T) {
+			res, err := m.Trace(cfg, []Arg{I32(tc.mode)}, TraceOptions{Capacity: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Meta.Warps != 4 {
+				t.Fatalf("%d warps, want 4", res.Meta.Warps)
+			}
+			for s := uint64(0); s < res.Meta.Warps; s++ {
+				h, _ := slot(t, res, s)
+				want := uint32(trace.FlagStarted|trace.FlagFinished) | uint32(tc.role)<<trace.FlagRoleShift
+				if h.Count != tc.count || h.Flags != want || h.Role() != tc.role {
+					t.Errorf("slot %d (warp %d): count %d flags %#x role %d, want count %d flags %#x role %d",
+						s, h.Warp, h.Count, h.Flags, h.Role(), tc.count, want, tc.role)
+				}
+				if h.EndGlobaltimer < h.StartGlobaltimer || h.EndGlobaltimer == 0 || h.EndClock <= h.StartClock {
+					t.Errorf("slot %d: end anchor (%d ns, %d cycles) not after the start (%d ns, %d cycles)",
+						s, h.EndGlobaltimer, h.EndClock, h.StartGlobaltimer, h.StartClock)
+				}
+			}
+		})
+	}
+}
+
 func TestGPULanes(t *testing.T) {
 	d := openGPU(t)
 	m, err := d.Compile(Source{Path: "lanes.cu", Kind: KindCU, Data: []byte(lanesSource)}, true, "")

@@ -297,6 +297,44 @@ __device__ __forceinline__ void record_at(unsigned long long addr, unsigned k,
       "st.global.u64 [%0], c;\n\t}" ::"l"(addr),
       "r"(k), "r"(p));
 }
+// red_max, red_or and red_and update a header word with a reduction
+// (red.global returns nothing; atomicMax and the like on the generic pointer
+// compile to ATOM, which returns the old value) through its generic address,
+// which always points to global memory (the buffers or iket_scratch). On
+// the gemm the two measured the same within the noise; a plain store did
+// not (see ~Warp; docs/OVERHEAD.md, fifth session).
+__device__ __forceinline__ void red_max(unsigned* p, unsigned v) {
+  asm volatile(
+      "{\n\t.reg .u64 g;\n\tcvta.to.global.u64 g, %0;\n\t"
+      "red.global.max.u32 [g], %1;\n\t}" ::"l"(p),
+      "r"(v)
+      : "memory");
+}
+__device__ __forceinline__ void red_or(unsigned* p, unsigned v) {
+  asm volatile(
+      "{\n\t.reg .u64 g;\n\tcvta.to.global.u64 g, %0;\n\t"
+      "red.global.or.b32 [g], %1;\n\t}" ::"l"(p),
+      "r"(v)
+      : "memory");
+}
+__device__ __forceinline__ void red_and(unsigned* p, unsigned v) {
+  asm volatile(
+      "{\n\t.reg .u64 g;\n\tcvta.to.global.u64 g, %0;\n\t"
+      "red.global.and.b32 [g], %1;\n\t}" ::"l"(p),
+      "r"(v)
+      : "memory");
+}
+
+// st_low_half stores v's low 16 bits over the low half of the word at p
+// (little-endian: its first two bytes), a global address.
+__device__ __forceinline__ void st_low_half(unsigned* p, unsigned v) {
+  asm volatile(
+      "{\n\t.reg .u64 g;\n\tcvta.to.global.u64 g, %0;\n\t"
+      "st.global.u16 [g], %1;\n\t}" ::"l"(p),
+      "h"(static_cast<unsigned short>(v))
+      : "memory");
+}
+
 __device__ __forceinline__ unsigned long long globaltimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -405,12 +443,28 @@ class Warp {
     if (hi == detail::kCursorLimit) f |= 8u;
     unsigned long long gt, clk;
     detail::anchor(&gt, &clk);
-    if (detail::leader(m)) {  // one lane's atomics, not 32 serialized ones
-      atomicMax(&hdr_->count, n >> 3);
-      // The pair sits at offset 40, 8-byte aligned only: two 8-byte stores.
+    if (m == 0xffffffffu) {
+      // The whole warp leaves together: no other lane of it wrote the exit
+      // fields before or will after, so one lane stores them plainly: the
+      // count, the end anchor, and the flags' low half (started, finished,
+      // bits 2 and 3), which set_role's reductions leave alone (they own the
+      // role in the high half). Atomics here cost the gemm 0.1-0.3% more
+      // at 4096^3, and reductions no less (docs/OVERHEAD.md, fifth
+      // session).
+      if (detail::leader(m)) {
+        hdr_->count = n >> 3;
+        // The pair sits at offset 40, 8-byte aligned only: two 8-byte stores.
+        hdr_->end_globaltimer = gt;
+        hdr_->end_clock = clk;
+        detail::st_low_half(&hdr_->flags, 1u | f);
+      }
+    } else if (detail::leader(m)) {
+      // Lanes leaving apart (a partial warp, or lanes that returned early):
+      // each group's leader merges its fields with reductions.
+      detail::red_max(&hdr_->count, n >> 3);
       hdr_->end_globaltimer = gt;
       hdr_->end_clock = clk;
-      atomicOr(&hdr_->flags, f);
+      detail::red_or(&hdr_->flags, f);
     }
   }
 
@@ -496,11 +550,11 @@ class Warp {
   // buffer that lost the ROLE event still names the warp's role.
   __device__ __forceinline__ void set_role(unsigned short role) {
     emit(IKET_KIND_ROLE, role, 0u);
-    // Atomics (lanes that already left may have set the finished bit), by
+    // Reductions (lanes that already left may have set the finished bit), by
     // one lane.
     if (detail::leader(detail::active_mask())) {
-      atomicAnd(&hdr_->flags, ~(0x1fffu << 16));
-      atomicOr(&hdr_->flags, static_cast<unsigned>(role & 0x1fffu) << 16);
+      detail::red_and(&hdr_->flags, ~(0x1fffu << 16));
+      detail::red_or(&hdr_->flags, static_cast<unsigned>(role & 0x1fffu) << 16);
     }
   }
   // sync_lanes brings the active lanes' cursors together (to the furthest
