@@ -736,12 +736,15 @@ extern "C" __global__ void lanes(int sync) {
 }
 `
 
-// exitsSource ends warps three ways, so each way of writing the exit record
-// is checked: mode 0, the whole warp sets two roles (the second wins) and
-// records two marks; mode 1, lane 0 alone sets the role, then the warp
+// exitsSource ends warps in several ways, so each way of writing the exit
+// record is checked: mode 0, the whole warp sets two roles (the second wins)
+// and records two marks; mode 1, lane 7 alone sets the role, then the warp
 // leaves together; mode 2, lanes 1-31 return at once (recording nothing)
-// and lane 0 sets the role and records a mark alone. A block of 48 threads
-// makes warp 1 a partial warp (16 lanes).
+// and lane 0 sets the role and records a mark alone; modes 3 and 4, the
+// lanes that leave first recorded more than those that leave last (lane 0
+// two marks, the others one; then the other way round), so a warp that
+// merged its groups' counts by plain stores would keep the smaller one. A
+// block of 48 threads makes warp 1 a partial warp (16 lanes).
 const exitsSource = `#include "iket.cuh"
 #define EXITS_NAMES(X) X(ROLE, ra) X(ROLE, rb) X(MARK, m)
 IKET_NAMES(EXITS_NAMES)
@@ -754,11 +757,25 @@ extern "C" __global__ void exits(int mode) {
     tr.set_role(iket_id::rb);
     tr.mark(iket_id::m, 2);
   } else if (mode == 1) {
-    if (lane == 0) tr.set_role(iket_id::ra);
-  } else {
+    if (lane == 7) tr.set_role(iket_id::ra);
+  } else if (mode == 2) {
     if (lane != 0) return;
     tr.set_role(iket_id::rb);
     tr.mark(iket_id::m, 3);
+  } else if (mode == 3) {
+    if (lane == 0) {
+      tr.mark(iket_id::m, 4);
+      tr.mark(iket_id::m, 5);
+      return;
+    }
+    tr.mark(iket_id::m, 6);
+  } else {
+    if (lane != 0) {
+      tr.mark(iket_id::m, 7);
+      tr.mark(iket_id::m, 8);
+      return;
+    }
+    tr.mark(iket_id::m, 9);
   }
 }
 `
@@ -881,15 +898,11 @@ func TestGPUPairs(t *testing.T) {
 	}
 }
 
-// TestGPULanes checks the lane rule on the device: lanes that recorded
-// separately and then record together set header flag bit 2, which strict
-// decoding reports; tr.sync_lanes() rejoins them and the records are whole;
-// a warp that records with lane 0 alone all along is not flagged; range_next
-// writes one NEXT record, which decodes to ranges that meet.
 // TestGPUExitRecord checks the exit record of warps that leave together
 // (one lane stores the fields plainly) and of warps whose lanes leave apart
 // or that are partial (each group's leader merges with reductions): count,
-// role, the started and finished flags and the end anchor.
+// role, the started and finished flags and the end anchor, in device
+// memory and in watch mode's mapped host memory.
 func TestGPUExitRecord(t *testing.T) {
 	d := openGPU(t)
 	m, err := d.Compile(Source{Path: "exits.cu", Kind: KindCU, Data: []byte(exitsSource)}, true, "")
@@ -899,13 +912,20 @@ func TestGPUExitRecord(t *testing.T) {
 	defer m.Close()
 	cfg := LaunchConfig{Kernel: "exits", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{48, 1, 1}}
 	const ra, rb = 1, 2
-	for _, tc := range []struct {
+	type exitCase struct {
 		mode  int32
 		count uint32
 		role  uint16
-	}{{0, 4, rb}, {1, 1, ra}, {2, 2, rb}} {
-		t.Run(fmt.Sprintf("mode %d", tc.mode), func(t *testing.T) {
-			res, err := m.Trace(cfg, []Arg{I32(tc.mode)}, TraceOptions{Capacity: 16})
+		watch bool
+	}
+	var cases []exitCase
+	for _, watch := range []bool{false, true} {
+		cases = append(cases, exitCase{0, 4, rb, watch}, exitCase{1, 1, ra, watch}, exitCase{2, 2, rb, watch},
+			exitCase{3, 2, 0, watch}, exitCase{4, 2, 0, watch})
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("mode %d watch %v", tc.mode, tc.watch), func(t *testing.T) {
+			res, err := m.Trace(cfg, []Arg{I32(tc.mode)}, TraceOptions{Capacity: 16, Watch: tc.watch})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -915,7 +935,14 @@ func TestGPUExitRecord(t *testing.T) {
 			for s := uint64(0); s < res.Meta.Warps; s++ {
 				h, _ := slot(t, res, s)
 				want := uint32(trace.FlagStarted|trace.FlagFinished) | uint32(tc.role)<<trace.FlagRoleShift
-				if h.Count != tc.count || h.Flags != want || h.Role() != tc.role {
+				flags := h.Flags
+				if tc.mode >= 3 {
+					// The lanes did record different numbers of events: the
+					// flag is set if the compiler rejoined them before they
+					// left, and not if each group left on its own.
+					flags &^= trace.FlagLanesDiverged
+				}
+				if h.Count != tc.count || flags != want || h.Role() != tc.role {
 					t.Errorf("slot %d (warp %d): count %d flags %#x role %d, want count %d flags %#x role %d",
 						s, h.Warp, h.Count, h.Flags, h.Role(), tc.count, want, tc.role)
 				}
@@ -928,6 +955,11 @@ func TestGPUExitRecord(t *testing.T) {
 	}
 }
 
+// TestGPULanes checks the lane rule on the device: lanes that recorded
+// separately and then record together set header flag bit 2, which strict
+// decoding reports; tr.sync_lanes() rejoins them and the records are whole;
+// a warp that records with lane 0 alone all along is not flagged; range_next
+// writes one NEXT record, which decodes to ranges that meet.
 func TestGPULanes(t *testing.T) {
 	d := openGPU(t)
 	m, err := d.Compile(Source{Path: "lanes.cu", Kind: KindCU, Data: []byte(lanesSource)}, true, "")

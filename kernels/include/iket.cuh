@@ -450,7 +450,9 @@ class Warp {
       // bits 2 and 3), which set_role's reductions leave alone (they own the
       // role in the high half). Atomics here cost the gemm 0.1-0.3% more
       // at 4096^3, and reductions no less (docs/OVERHEAD.md, fifth
-      // session).
+      // session). The warp barrier orders a set_role by another lane (its
+      // reductions on the same word) before the leader's store.
+      __syncwarp();
       if (detail::leader(m)) {
         hdr_->count = n >> 3;
         // The pair sits at offset 40, 8-byte aligned only: two 8-byte stores.
