@@ -14,7 +14,10 @@
 //   --control DIR: time's control is DIR's uninstrumented cubin instead of a
 //   second load of --modules' one, so a candidate change to a kernel is timed
 //   against the current kernel in the same rounds (its results are checked
-//   like the other builds'; the control column is then candidate / current).
+//   at each timed size like the other builds', but it is not dumped for the
+//   full-matrix comparison with torch; the control column and the JSON's
+//   control_ratio are then candidate / current, and settings.order names
+//   DIR). Only for time.
 //
 // Exit codes: 0 all checks passed; 1 a check failed (wrong results, drops,
 // slower than a hard limit is never a failure); 2 a CUDA call failed; 3 a
@@ -450,7 +453,8 @@ struct Timer {
   // build, the instrumented one, and the control (a second load of the
   // uninstrumented cubin: same code, its own module), whose ratio to the
   // uninstrumented build is what two identical builds differ by in this run
-  // (the noise the instrumented ratio is read against).
+  // (the noise the instrumented ratio is read against); with --control, a
+  // candidate's uninstrumented build instead.
   using Build = std::pair<std::function<void()>, Samples*>;
   void interleave(std::initializer_list<Build> list, int warmup, int rounds,
                   const char* what) {
@@ -505,11 +509,20 @@ static double paired_ratio(const Samples& a, const Samples& b) {
   return q.us.empty() ? 0 : q.median();
 }
 
-// latency_json: ctl (the control, a second load of the uninstrumented
-// cubin) may be null where none was timed.
+// g_control_dir is --control's DIR ("" without it), for latency_json.
+static std::string g_control_dir;
+
+// latency_json: ctl (the control: a second load of the uninstrumented
+// cubin, or --control's) may be null where none was timed.
 static std::string latency_json(const Samples& off, const Samples& on,
                                 int warmup, int rounds, size_t flush_bytes,
                                 const Samples* ctl = nullptr) {
+  const std::string order =
+      !ctl ? "uninstrumented and instrumented, alternating"
+      : g_control_dir.empty()
+          ? "uninstrumented, instrumented, control, rotating each round"
+          : "uninstrumented, instrumented, control (the uninstrumented cubin of " +
+                g_control_dir + "), rotating each round";
   std::string c;
   if (ctl)
     c = ",\"control\":" + samples_json(*ctl) + ",\"control_ratio\":" +
@@ -523,9 +536,7 @@ static std::string latency_json(const Samples& off, const Samples& on,
          ",\"rounds\":" + std::to_string(rounds) +
          ",\"calls_per_round\":1,\"flush_l2\":true,\"flush_bytes\":" +
          std::to_string(flush_bytes) +
-         ",\"interleaved\":true,\"order\":\"" +
-         (ctl ? "uninstrumented, instrumented, control, rotating each round"
-              : "uninstrumented and instrumented, alternating") +
+         ",\"interleaved\":true,\"order\":\"" + json_escape(order) +
          "\",\"boundary\":\"" + json_escape(kBoundary) +
          "\"}}";
 }
@@ -785,6 +796,11 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
+  if (!o.control.empty() && o.step != "time") {
+    fprintf(stderr, "bench: --control is for the time step, not %s\n", o.step.c_str());
+    return 64;
+  }
+  g_control_dir = o.control;
   if (o.rounds < 5) {
     fprintf(stderr, "bench: --rounds %d: at least 5 rounds\n", o.rounds);
     return 64;
