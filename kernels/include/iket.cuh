@@ -303,27 +303,18 @@ __device__ __forceinline__ void record_at(unsigned long long addr, unsigned k,
 // which always points to global memory (the buffers or iket_scratch). On
 // the gemm the two measured the same within the noise; a plain store did
 // not (see ~Warp; docs/OVERHEAD.md, fifth session).
-__device__ __forceinline__ void red_max(unsigned* p, unsigned v) {
-  asm volatile(
-      "{\n\t.reg .u64 g;\n\tcvta.to.global.u64 g, %0;\n\t"
-      "red.global.max.u32 [g], %1;\n\t}" ::"l"(p),
-      "r"(v)
-      : "memory");
-}
-__device__ __forceinline__ void red_or(unsigned* p, unsigned v) {
-  asm volatile(
-      "{\n\t.reg .u64 g;\n\tcvta.to.global.u64 g, %0;\n\t"
-      "red.global.or.b32 [g], %1;\n\t}" ::"l"(p),
-      "r"(v)
-      : "memory");
-}
-__device__ __forceinline__ void red_and(unsigned* p, unsigned v) {
-  asm volatile(
-      "{\n\t.reg .u64 g;\n\tcvta.to.global.u64 g, %0;\n\t"
-      "red.global.and.b32 [g], %1;\n\t}" ::"l"(p),
-      "r"(v)
-      : "memory");
-}
+#define IKET__RED(fn, op)                                                  \
+  __device__ __forceinline__ void fn(unsigned* p, unsigned v) {            \
+    asm volatile(                                                          \
+        "{\n\t.reg .u64 g;\n\tcvta.to.global.u64 g, %0;\n\t"                \
+        "red.global." op " [g], %1;\n\t}" ::"l"(p),                          \
+        "r"(v)                                                             \
+        : "memory");                                                       \
+  }
+IKET__RED(red_max, "max.u32")
+IKET__RED(red_or, "or.b32")
+IKET__RED(red_and, "and.b32")
+#undef IKET__RED
 
 // st_low_half stores v's low 16 bits over the low half of the word at p
 // (little-endian: its first two bytes), a global address.
