@@ -932,15 +932,18 @@ func TestGPUExitRecord(t *testing.T) {
 			if res.Meta.Warps != 4 {
 				t.Fatalf("%d warps, want 4", res.Meta.Warps)
 			}
+			rejoined := 0
 			for s := uint64(0); s < res.Meta.Warps; s++ {
 				h, _ := slot(t, res, s)
 				want := uint32(trace.FlagStarted|trace.FlagFinished) | uint32(tc.role)<<trace.FlagRoleShift
 				flags := h.Flags
-				if tc.mode >= 3 {
-					// The lanes did record different numbers of events: the
+				if tc.mode >= 3 && flags&trace.FlagLanesDiverged != 0 {
+					// The lanes recorded different numbers of events, so the
 					// flag is set if the compiler rejoined them before they
-					// left, and not if each group left on its own.
+					// left (one group, the plain path) and clear if each
+					// group left on its own (the reductions this mode is for).
 					flags &^= trace.FlagLanesDiverged
+					rejoined++
 				}
 				if h.Count != tc.count || flags != want || h.Role() != tc.role {
 					t.Errorf("slot %d (warp %d): count %d flags %#x role %d, want count %d flags %#x role %d",
@@ -950,6 +953,10 @@ func TestGPUExitRecord(t *testing.T) {
 					t.Errorf("slot %d: end anchor (%d ns, %d cycles) not after the start (%d ns, %d cycles)",
 						s, h.EndGlobaltimer, h.EndClock, h.StartGlobaltimer, h.StartClock)
 				}
+			}
+			if rejoined > 0 && !t.Failed() {
+				t.Skipf("headers right, but in %d of %d warps the lanes left together: lanes leaving apart were not exercised",
+					rejoined, res.Meta.Warps)
 			}
 		})
 	}
