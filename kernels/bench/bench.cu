@@ -16,8 +16,8 @@
 //   against the current kernel in the same rounds (its results are checked
 //   at each timed size like the other builds', but it is not dumped for the
 //   full-matrix comparison with torch; the control column and the JSON's
-//   control_ratio are then candidate / current, and settings.order names
-//   DIR). Only for time.
+//   control_ratio are then DIR's build / --modules' uninstrumented build,
+//   and settings.order names DIR). Only for time.
 //
 // Exit codes: 0 all checks passed; 1 a check failed (wrong results, drops,
 // slower than a hard limit is never a failure); 2 a CUDA call failed; 3 a
@@ -453,8 +453,8 @@ struct Timer {
   // build, the instrumented one, and the control (a second load of the
   // uninstrumented cubin: same code, its own module), whose ratio to the
   // uninstrumented build is what two identical builds differ by in this run
-  // (the noise the instrumented ratio is read against); with --control, a
-  // candidate's uninstrumented build instead.
+  // (the noise the instrumented ratio is read against); with --control,
+  // another directory's uninstrumented build instead.
   using Build = std::pair<std::function<void()>, Samples*>;
   void interleave(std::initializer_list<Build> list, int warmup, int rounds,
                   const char* what) {
