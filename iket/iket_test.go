@@ -363,6 +363,31 @@ func TestSamples(t *testing.T) {
 	}
 }
 
+// TestNewLatency checks the ratio of medians and the paired ratio (the
+// median of each round's instrumented / uninstrumented, zero rounds left
+// out), which differ when the slow rounds are not the same for both builds.
+func TestNewLatency(t *testing.T) {
+	rb := []float64{10, 20, 10, 0, 20}
+	ri := []float64{11, 21, 11, 5, 21}
+	lat := newLatency(rb, ri, trace.TimingSettings{Rounds: 5, Order: orderAlternating})
+	if lat.Uninstrumented.MedianUS != 10 || lat.Instrumented.MedianUS != 11 {
+		t.Fatalf("medians %v, %v, want 10 and 11", lat.Uninstrumented.MedianUS, lat.Instrumented.MedianUS)
+	}
+	if math.Abs(lat.Ratio-1.1) > 1e-12 {
+		t.Errorf("ratio %v, want 1.1", lat.Ratio)
+	}
+	// Per-round ratios 1.1, 1.05, 1.1, 1.05 (round 4 left out): median 1.075.
+	if math.Abs(lat.PairedRatio-1.075) > 1e-12 {
+		t.Errorf("paired ratio %v, want 1.075", lat.PairedRatio)
+	}
+	if lat.Settings.Order != orderAlternating || len(lat.Uninstrumented.RoundsUS) != 5 {
+		t.Errorf("settings %+v, rounds %v", lat.Settings, lat.Uninstrumented.RoundsUS)
+	}
+	if z := newLatency(nil, nil, trace.TimingSettings{}); z.Ratio != 0 || z.PairedRatio != 0 {
+		t.Errorf("no rounds: ratio %v, paired %v, want 0 and 0", z.Ratio, z.PairedRatio)
+	}
+}
+
 func TestThrottleReasons(t *testing.T) {
 	tests := []struct {
 		mask uint64

@@ -280,6 +280,19 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 			}
 		}
 	}
+	settings.Order = orderAlternating
+	return newLatency(rb, ri, settings), nil
+}
+
+// orderAlternating is how Time's rounds take turns (the bench's words for
+// the same order, so captures from both read alike).
+const orderAlternating = "uninstrumented and instrumented, alternating"
+
+// newLatency is the comparison of the two builds' rounds (rb and ri, round
+// i of each timed together): the medians' ratio and the paired ratio, the
+// median over rounds of ri[i] / rb[i] (rounds with a time of 0 left out,
+// as kernels/bench does).
+func newLatency(rb, ri []float64, settings trace.TimingSettings) *trace.Latency {
 	lat := &trace.Latency{
 		Uninstrumented: samples(rb),
 		Instrumented:   samples(ri),
@@ -288,7 +301,14 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 	if lat.Uninstrumented.MedianUS > 0 {
 		lat.Ratio = lat.Instrumented.MedianUS / lat.Uninstrumented.MedianUS
 	}
-	return lat, nil
+	var q []float64
+	for i := range min(len(rb), len(ri)) {
+		if rb[i] > 0 && ri[i] > 0 {
+			q = append(q, ri[i]/rb[i])
+		}
+	}
+	lat.PairedRatio = samples(q).MedianUS
+	return lat
 }
 
 func mean(xs []float64) float64 {
