@@ -1031,3 +1031,127 @@ func TestGPULanes(t *testing.T) {
 		})
 	}
 }
+
+// batchSource records through iket::Batch: a push, n stamped pairs with a
+// mark before every 40th, a stamped range_next_pop, so that pairs wait in
+// lanes while other events are stored and the warp flushes when 32 are
+// pending. Mode 1: lanes 16-31 return before pair 20 (each flushes its own
+// pending pair; lanes 0-15 go on with 16 lanes, so their pairs are stored
+// at once). Mode 2: an explicit flush() after pair 5. With a block of 48
+// threads the second warp has 16 lanes and stores every pair at once.
+const batchSource = `#include "iket.cuh"
+#define BATCH_NAMES(X) X(RANGE, a) X(RANGE, b) X(RANGE, c) X(MARK, m)
+IKET_NAMES(BATCH_NAMES)
+extern "C" __global__ void batch(int n, int mode) {
+  iket::Warp tr;
+  tr.range_push(iket_id::a);
+  iket::Batch bt(tr);
+  const unsigned lane = threadIdx.x % 32;
+  for (int i = 0; i < n; ++i) {
+    if (mode == 1 && i == 20 && lane >= 16) return;
+    if (i % 40 == 39) tr.mark(iket_id::m, i);
+    const iket::Stamp t = tr.stamp();
+    bt.range_next_pair(t, iket_id::b, i, iket_id::c, i);
+    if (mode == 2 && i == 5) bt.flush();
+  }
+  const iket::Stamp t = tr.stamp();
+  bt.range_next_pop(t, iket_id::b, n);
+}
+`
+
+// TestGPUBatch: pairs recorded through iket::Batch land at the slots, in
+// the order and with the count that Warp's own calls give, in stop mode
+// (capacities that end inside a batch and inside a pair), with safe lanes
+// and in wrap mode; pending pairs are stored when 32 wait, at flush(), when
+// lanes return early and at the end; a partial warp stores each pair at
+// once. The strict decoder accepts the whole capture.
+func TestGPUBatch(t *testing.T) {
+	d := openGPU(t)
+	const a, b, c, mk = 1, 2, 3, 4
+	const n = 90
+	var all []rawEvent
+	all = append(all, rawEvent{trace.KindPush, a, 0})
+	for i := 0; i < n; i++ {
+		if i%40 == 39 {
+			all = append(all, rawEvent{trace.KindMark, mk, uint16(i)})
+		}
+		all = append(all, rawEvent{trace.KindNext, b, uint16(i)}, rawEvent{trace.KindNext, c, uint16(i)})
+	}
+	all = append(all, rawEvent{trace.KindNext, b, n}, rawEvent{trace.KindPop, 0, 0})
+	cfg := LaunchConfig{Kernel: "batch", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{48, 1, 1}}
+	for _, tc := range []struct {
+		build      string
+		options    []string
+		mode       trace.Mode
+		capacities []uint32
+	}{
+		{"stop", nil, trace.ModeStop, []uint32{256, 37, 50}},
+		{"safe lanes", []string{"-DIKET_SAFE_LANES=1"}, trace.ModeStop, []uint32{256}},
+		{"wrap", []string{"-DIKET_WRAP=1"}, trace.ModeWrap, []uint32{64}},
+	} {
+		m, err := d.Compile(Source{Path: "batch.cu", Kind: KindCU, Data: []byte(batchSource), Options: tc.options}, true, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		for _, capacity := range tc.capacities {
+			for _, kmode := range []int32{0, 1, 2} {
+				t.Run(fmt.Sprintf("%s capacity %d mode %d", tc.build, capacity, kmode), func(t *testing.T) {
+					res, err := m.Trace(cfg, []Arg{I32(n), I32(kmode)}, TraceOptions{Capacity: capacity, Mode: tc.mode})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Meta.Warps != 4 {
+						t.Fatalf("%d warps, want 4", res.Meta.Warps)
+					}
+					first, last := 0, min(len(all), int(capacity))
+					if tc.mode == trace.ModeWrap {
+						first, last = max(0, len(all)-int(capacity)), len(all)
+					}
+					want := make([]rawEvent, capacity)
+					for i := first; i < last; i++ {
+						want[i%int(capacity)] = all[i]
+					}
+					st := res.Meta.Stride()
+					for s := uint64(0); s < res.Meta.Warps; s++ {
+						h, _ := slot(t, res, s)
+						if h.Count != uint32(len(all)) || h.Flags&0xf != 3 {
+							t.Fatalf("slot %d header %+v: want count %d, finished, lanes together", s, h, len(all))
+						}
+						raw := res.Buffers[int64(s)*st : int64(s+1)*st]
+						rec := func(j int) trace.Record {
+							return trace.Record(binary.LittleEndian.Uint64(raw[trace.WarpHeaderSize+8*j:]))
+						}
+						got := make([]rawEvent, capacity)
+						for j := range got {
+							if rec(j) != 0 {
+								tag, _ := trace.Unpack(res.Format, rec(j), h.StartClock)
+								got[j] = rawEvent{trace.Kind(tag >> 29), uint16(tag>>16) & 0x1fff, uint16(tag)}
+							}
+						}
+						if diff := cmp.Diff(want, got); diff != "" {
+							t.Fatalf("slot %d records by slot (-want +got):\n%s", s, diff)
+						}
+						if scratch := rec(int(capacity)); scratch != 0 {
+							t.Errorf("slot %d: the scratch slot after the records holds %#x", s, uint64(scratch))
+						}
+					}
+					if tc.mode == trace.ModeStop && int(capacity) >= len(all) {
+						path := filepath.Join(t.TempDir(), "batch.iket")
+						if err := WriteCapture(path, trace.Meta{Version: trace.FormatVersion, Tool: "iket-test"}, res); err != nil {
+							t.Fatal(err)
+						}
+						c, err := trace.Open(path)
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer c.Close()
+						if _, err := trace.Validate(c.Launch(0), trace.Options{Strict: true}); err != nil {
+							t.Errorf("strict validation: %v", err)
+						}
+					}
+				})
+			}
+		}
+	}
+}

@@ -485,7 +485,11 @@ func (d *Decoder) Next(w *Warp) error {
 			d.violate(w, DroppedEvents, -1, "", fmt.Sprintf("%d of %d events dropped (capacity %d, %s mode)", w.Dropped, w.Count, d.meta.Capacity, d.meta.Mode))
 		}
 		if !w.Finished {
-			d.violate(w, NotFinished, -1, "", fmt.Sprintf("warp started but did not finish (hung or faulted): %d events recovered", w.Stored))
+			msg := fmt.Sprintf("warp started but did not finish (hung or faulted): %d events recovered", w.Stored)
+			if w.Beyond > 0 {
+				msg += fmt.Sprintf("; %d more records lie after the first unwritten slot (record %d), so events before them were never stored (pairs an iket::Batch still held, say); they are not decoded", w.Beyond, w.Stored)
+			}
+			d.violate(w, NotFinished, -1, "", msg)
 		}
 	}
 	d.sum.Stored += uint64(w.Stored)
@@ -550,6 +554,11 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 		n := 0
 		for n < int(capa) && le.Uint64(b[n*RecordSize:]) != 0 {
 			n++
+		}
+		for j := n + 1; j < int(capa); j++ {
+			if le.Uint64(b[j*RecordSize:]) != 0 {
+				w.Beyond++
+			}
 		}
 		if d.wrap && n == int(capa) {
 			d.violate(w, UnorderedRecords, -1, "", fmt.Sprintf(

@@ -151,6 +151,7 @@ func TestValidate(t *testing.T) {
 		opt      trace.Options
 		wantErr  []trace.ViolationKind // kinds errors.Is must find
 		wantNone []trace.ViolationKind
+		wantMsg  string // in the error, when not empty
 		clean    bool
 		// warps the summary counts with diverged lanes, a saturated count
 		diverged, saturated uint64
@@ -197,6 +198,20 @@ func TestValidate(t *testing.T) {
 				w.Unfinished = true
 			},
 			opt: trace.Options{Strict: true}, wantErr: []trace.ViolationKind{trace.NotFinished}, wantNone: []trace.ViolationKind{trace.UnclosedRange},
+		},
+		{
+			name: "unfinished with records after a hole names them",
+			build: func(l *emu.Launch) {
+				w := l.Warp([3]uint32{}, 0).Push("a", 0, 1e9)
+				for i := 0; i < 4; i++ {
+					w.Next("a", uint16(i), 1e9+10+uint64(i))
+				}
+				w.Mark("m", 0, 1e9+20)
+				w.Unfinished = true
+				w.Unstored = []int{2, 3}
+			},
+			opt: trace.Options{Strict: true}, wantErr: []trace.ViolationKind{trace.NotFinished},
+			wantMsg: "2 events recovered; 2 more records lie after the first unwritten slot (record 2)",
 		},
 		{
 			name: "diverged lanes are data when lenient",
@@ -278,6 +293,9 @@ func TestValidate(t *testing.T) {
 				if errors.Is(err, k) {
 					t.Errorf("error has %s: %v", k, err)
 				}
+			}
+			if tt.wantMsg != "" && !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("error lacks %q: %v", tt.wantMsg, err)
 			}
 		})
 	}

@@ -108,6 +108,11 @@ type Warp struct {
 	// records may have been overwritten by others. The warp is decoded as
 	// usual; in strict mode it also has a [DivergedLanes] violation.
 	LanesDiverged bool
+	// Beyond is, for a warp that did not finish, how many records were
+	// stored after its first unwritten slot, where its events are taken to
+	// end: a hang left holes, such as pairs an iket::Batch held in
+	// registers. They are not decoded; the [NotFinished] violation says so.
+	Beyond int
 	// Trimmed is how many of the Stored events [Options.TrimCommonWindow]
 	// left out of Events (they fell before the launch's common window).
 	Trimmed int

@@ -105,6 +105,10 @@ type Warp struct {
 	// Unfinished leaves the warp as a hung or faulted one: no count, no end
 	// anchor, flag bit 1 clear.
 	Unfinished bool
+	// Unstored lists events (by number, from 0) whose records were never
+	// stored, as for the pairs an iket::Batch still held in registers when
+	// the warp hung. Only on an Unfinished warp: a finished one stored them.
+	Unstored []int
 	// NoHeaderRole leaves the role out of the header's flags, as a capture
 	// from before format 1's role bits (or a corrupt one) would.
 	NoHeaderRole bool
@@ -330,6 +334,16 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 	if w.Unfinished && w.LanesDiverged {
 		return fmt.Errorf("warp %d: lanes diverged on an unfinished warp (the flag is set at exit)", w.Slot)
 	}
+	if len(w.Unstored) > 0 && !w.Unfinished {
+		return fmt.Errorf("warp %d: unstored events on a finished warp (a Batch stores its pairs before the warp ends)", w.Slot)
+	}
+	unstored := make(map[int]bool, len(w.Unstored))
+	for _, i := range w.Unstored {
+		if i < 0 || i >= len(w.events) {
+			return fmt.Errorf("warp %d: unstored event %d of %d", w.Slot, i, len(w.events))
+		}
+		unstored[i] = true
+	}
 	ck := l.Clock(w.SM)
 	if !(ck.MHz > 0) {
 		return fmt.Errorf("warp %d: sm %d clock of %g MHz", w.Slot, w.SM, ck.MHz)
@@ -379,6 +393,9 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 			idx = pos % capa
 		} else if idx >= capa {
 			continue // the device's store is predicated off past capacity
+		}
+		if unstored[i] {
+			continue
 		}
 		r := trace.EncodeRecord(l.version(), e.kind, e.name, e.payload, e.cycle)
 		binary.LittleEndian.PutUint64(recs[idx*trace.RecordSize:], uint64(r))

@@ -28,7 +28,9 @@
 // In a pipeline loop, tr.stamp() takes a phase change's time where it
 // happens and range_next_pair(stamp, ...) stores it together with the next
 // one later, off the path the next phase waits on. Record no other event
-// between the stamp and its use (see Warp::stamp).
+// between the stamp and its use (see Warp::stamp). Where even one store per
+// loop step costs, iket::Batch keeps the pairs in the lanes' registers and
+// stores 32 at once (see Batch).
 //
 // Lanes. Each lane keeps its own cursor, so an event is a handful of
 // instructions (five to eight: docs/OVERHEAD.md) and no warp-wide step. The rule that
@@ -338,6 +340,63 @@ __device__ __forceinline__ unsigned smid() {
   return s;
 }
 
+__device__ __forceinline__ unsigned lane_id() {
+  unsigned l;
+  asm("mov.u32 %0, %%laneid;" : "=r"(l));
+  return l;
+}
+
+// pack_now is a record (format 2, as record writes it) with the clock now;
+// pack_at one with a clock read earlier. For Batch, which stores later.
+__device__ __forceinline__ unsigned long long pack_now(unsigned k, unsigned p) {
+  unsigned long long r;
+  asm volatile(
+      "{\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
+      "mov.u64 c, %%clock64;\n\t"
+      "mov.b64 {l, h}, c;\n\t"
+      "add.u32 h, h, %1;\n\t"
+      "add.u32 h, h, %2;\n\t"
+      "mov.b64 %0, {l, h};\n\t}"
+      : "=l"(r)
+      : "r"(k), "r"(p));
+  return r;
+}
+__device__ __forceinline__ unsigned long long pack_at(unsigned long long clk,
+                                                      unsigned k, unsigned p) {
+  unsigned long long r;
+  asm("{\n\t.reg .b32 l, h;\n\t"
+      "mov.b64 {l, h}, %1;\n\t"
+      "add.u32 h, h, %2;\n\t"
+      "add.u32 h, h, %3;\n\t"
+      "mov.b64 %0, {l, h};\n\t}"
+      : "=l"(r)
+      : "l"(clk), "r"(k), "r"(p));
+  return r;
+}
+
+// store_pair stores two packed records at addr as record_pair does: one
+// 16-byte store when addr is 16-byte aligned and both fit below end,
+// otherwise each record that fits alone.
+__device__ __forceinline__ void store_pair(unsigned long long addr, unsigned end,
+                                           unsigned long long r1,
+                                           unsigned long long r2) {
+  asm volatile(
+      "{\n\t.reg .pred q1, q2, a, v, s1, s2;\n\t.reg .b32 al, ah, e;\n\t"
+      "mov.b64 {al, ah}, %0;\n\t"
+      "setp.lt.u32 q1, al, %1;\n\t"
+      "add.u32 e, al, 8;\n\t"
+      "setp.lt.u32 q2, e, %1;\n\t"
+      "and.b32 e, al, 8;\n\t"
+      "setp.eq.u32 a, e, 0;\n\t"
+      "and.pred v, a, q2;\n\t"
+      "and.pred s1, q1, !v;\n\t"
+      "and.pred s2, q2, !a;\n\t"
+      "@v st.global.v2.u64 [%0], {%2, %3};\n\t"
+      "@s1 st.global.u64 [%0], %2;\n\t"
+      "@s2 st.global.u64 [%0+8], %3;\n\t}" ::"l"(addr),
+      "r"(end), "l"(r1), "l"(r2));
+}
+
 // Anchor pairs %globaltimer with %clock64 at the instant the timer ticks, so
 // the pair is exact to a few cycles although the timer is coarse (32 ns on
 // H200). Bounded: gives up after 4096 spins and takes the unaligned pair.
@@ -360,6 +419,8 @@ __device__ __forceinline__ void anchor(unsigned long long* gt,
 constexpr unsigned kCursorLimit = 0xffffffe0u;
 
 }  // namespace detail
+
+class Batch;
 
 // Warp records one warp's events. Construct it once per thread at the top of
 // the kernel; pass it by reference to device functions. Not copyable.
@@ -558,6 +619,7 @@ class Warp {
   }
 
  private:
+  friend class Batch;
   // The hot path: compare the cursor (the low word of the next record's
   // address: a warp's buffer never straddles a 4 GiB boundary, the runtime
   // allocates so) with the end of the records (ISETP), read the 64-bit clock
@@ -599,15 +661,19 @@ class Warp {
                                             unsigned short name1, unsigned payload1,
                                             unsigned kind2, unsigned short name2,
                                             unsigned payload2) {
+    emit_pair_tags(t, tag(kind1, name1), addend(payload1), tag(kind2, name2),
+                   addend(payload2));
+  }
+  // emit_pair_tags is emit_pair with the tags and addends made (Batch).
+  __device__ __forceinline__ void emit_pair_tags(Stamp t, unsigned k1, unsigned a1,
+                                                 unsigned k2, unsigned a2) {
     const unsigned c = cursor();
 #if IKET__BUILD_WRAP
-    detail::record_at_c(slot(c), tag(kind1, name1), addend(payload1), t.clock);
+    detail::record_at_c(slot(c), k1, a1, t.clock);
     // Saturated, both go to the stuck slot, as every later event does.
-    detail::record_at(slot(min(c + 8u, detail::kCursorLimit)), tag(kind2, name2),
-                      addend(payload2));
+    detail::record_at(slot(min(c + 8u, detail::kCursorLimit)), k2, a2);
 #else
-    detail::record_pair(slot(c), end_, tag(kind1, name1), addend(payload1), t.clock,
-                        tag(kind2, name2), addend(payload2));
+    detail::record_pair(slot(c), end_, k1, a1, t.clock, k2, a2);
 #endif
     pos_ = min(c + 16u, detail::kCursorLimit);
   }
@@ -650,6 +716,98 @@ class Warp {
   unsigned pos_;  // stop: low word of the next record's address; wrap: bytes
 };
 
+
+// Batch keeps a warp's stamped pairs (range_next_pair, range_next_pop) in
+// registers, lane i holding the warp's i-th pending pair, and stores them 32
+// at a time: each lane stores its own pair, so one flush is one 16-byte store
+// per lane (512 contiguous bytes) where 32 pairs recorded through Warp take
+// 32 stores. For hot loops where the stores themselves cost (the gemm's
+// consumer warps: docs/OVERHEAD.md, sixth session). Use it where the warp
+// records pairs with all 32 lanes:
+//
+//   iket::Batch batch(tr);          // in the scope of the loop
+//   for (...) {
+//     const iket::Stamp t = tr.stamp();
+//     ...
+//     batch.range_next_pair(t, iket_id::compute, s, iket_id::wait, s + 1);
+//   }                               // pending pairs are stored when batch
+//                                   // is destroyed, or by batch.flush()
+//
+// Each pair takes its slots when it is recorded, so the warp's other events
+// (through tr) may come between and the buffer keeps program order; the
+// records are the same, at the same slots, as Warp's calls would write
+// (docs/FORMAT.md). A pair recorded without all 32 lanes active is stored at
+// once, as Warp's call stores it, and so is every pair in a wrap build (in a
+// ring a later event could take a pending pair's slot). Until a flush, pending pairs are only in
+// registers: a warp that hangs or faults loses up to 32 of them, and
+// readers take an unfinished warp's records as ending at its first
+// unwritten slot, so it shows the phase before them as its last (watch mode
+// too). Build without IKET_ENABLE and a Batch is nothing.
+class Batch {
+ public:
+  __device__ __forceinline__ explicit Batch(Warp& w)
+      : w_(w), n_(0u), lane_(detail::lane_id()), c_(0u), r1_(0ull), r2_(0ull) {}
+  __device__ __forceinline__ ~Batch() { flush(); }
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+
+  // range_next_pair is Warp::range_next_pair, batched.
+  __device__ __forceinline__ void range_next_pair(Stamp t, unsigned short n1,
+                                                  unsigned p1, unsigned short n2,
+                                                  unsigned p2 = 0u) {
+    add(t, Warp::tag(IKET_KIND_NEXT, n1), w_.addend(p1), Warp::tag(IKET_KIND_NEXT, n2),
+        w_.addend(p2));
+  }
+  // range_next_pop is Warp::range_next_pop, batched.
+  __device__ __forceinline__ void range_next_pop(Stamp t, unsigned short name,
+                                                 unsigned payload = 0u) {
+    add(t, Warp::tag(IKET_KIND_NEXT, name), w_.addend(payload), Warp::tag(IKET_KIND_POP, 0),
+        w_.addend(0u));
+  }
+  // flush stores the pending pairs now: each lane its own, so lanes that
+  // leave apart each store theirs.
+  __device__ __forceinline__ void flush() {
+    if (n_ != 0u) {
+      if (lane_ < n_) store();
+      n_ = 0u;
+    }
+  }
+
+ private:
+  __device__ __forceinline__ void add(Stamp t, unsigned k1, unsigned p1, unsigned k2,
+                                      unsigned p2) {
+    // A wrap build stores at once: in a ring an event recorded after a
+    // pending pair could take its slot again before the flush, which would
+    // then write the older pair over it.
+    if (IKET__BUILD_WRAP || detail::active_mask() != 0xffffffffu) {
+      w_.emit_pair_tags(t, k1, p1, k2, p2);
+      return;
+    }
+    const unsigned c = w_.cursor();
+    const unsigned long long r1 = detail::pack_at(t.clock, k1, p1);
+    const unsigned long long r2 = detail::pack_now(k2, p2);
+    // Selects, not a branch: every lane runs the same instructions.
+    const bool mine = lane_ == n_;
+    r1_ = mine ? r1 : r1_;
+    r2_ = mine ? r2 : r2_;
+    c_ = mine ? c : c_;
+    w_.pos_ = min(c + 16u, detail::kCursorLimit);
+    if (++n_ == 32u) flush();
+  }
+  // store writes this lane's pending pair where Warp::emit_pair would have
+  // (stop mode: a wrap build has none pending).
+  __device__ __forceinline__ void store() const {
+#if !IKET__BUILD_WRAP
+    detail::store_pair(w_.slot(c_), w_.end_, r1_, r2_);
+#endif
+  }
+
+  Warp& w_;
+  unsigned n_;     // pending pairs: lanes 0 .. n_-1 hold one each
+  unsigned lane_;  // this lane
+  unsigned c_;     // this lane's pending pair's cursor
+  unsigned long long r1_, r2_;  // and its two records
+};
 }  // namespace iket
 
 #else  // tracing disabled: every call compiles to nothing.
@@ -682,6 +840,16 @@ class Warp {
   __device__ __forceinline__ void range_next_pop(Stamp, unsigned short, unsigned = 0u) {}
   __device__ __forceinline__ void set_role(unsigned short) {}
   __device__ __forceinline__ void sync_lanes() {}
+};
+class Batch {
+ public:
+  __device__ __forceinline__ explicit Batch(Warp&) {}
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+  __device__ __forceinline__ void range_next_pair(Stamp, unsigned short, unsigned,
+                                                  unsigned short, unsigned = 0u) {}
+  __device__ __forceinline__ void range_next_pop(Stamp, unsigned short, unsigned = 0u) {}
+  __device__ __forceinline__ void flush() {}
 };
 }  // namespace iket
 
