@@ -36,7 +36,9 @@
 // Tracing (iket.cuh; same source with and without -DIKET_ENABLE=1): every warp
 // sets its role once; per k step, with the ring stage as the payload, the
 // producer warp records wait_free and issue, every consumer warp wait_data and
-// compute; each consumer warp records one epilogue range per tile.
+// compute; each consumer warp records one epilogue range per tile. The
+// consumers' per-k pairs go through an iket::Batch: held in registers and
+// stored 32 at a time, the same records at the same slots.
 //
 // Launch: grid = (min(M/128 * N/256, SMs)) (any grid size is correct),
 // block = (384), dynamic shared memory =
@@ -235,6 +237,10 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
     GEMM_EV(16, tr.set_role(iket_id::consumer));
     const int cw = wg - 1;  // which 64-row half of the tile
     const int wi = warp % 4;
+    // The per-k pairs wait in registers and are stored 32 at a time
+    // (iket.cuh, Batch); a store per pair cost about half a point at 4096^3
+    // (docs/OVERHEAD.md, sixth session).
+    iket::Batch batch(tr);
     uint32_t it = 0;
 #pragma unroll 1
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -284,10 +290,10 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         }
 #if GEMM_NEXT
         if (kt + 1 < ktiles) {
-          GEMM_EV(6, tr.range_next_pair(computing, iket_id::compute, s, iket_id::wait_data,
-                                        (it + 1) % GEMM_STAGES));
+          GEMM_EV(6, batch.range_next_pair(computing, iket_id::compute, s, iket_id::wait_data,
+                                           (it + 1) % GEMM_STAGES));
         } else {
-          GEMM_EV(6, tr.range_next_pop(computing, iket_id::compute, s));
+          GEMM_EV(6, batch.range_next_pop(computing, iket_id::compute, s));
         }
 #else
         GEMM_EV(4, tr.range_pop());
