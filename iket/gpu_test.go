@@ -261,12 +261,18 @@ func TestGPUTiming(t *testing.T) {
 	_, inst := build(t, d, "warp_roles", true)
 	cfg := p.Config(d)
 	w := setup(t, d, p, cfg)
+	ctl, err := base.Reload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
 	tests := []struct {
 		name string
 		opt  TimingOptions
 	}{
 		{"until stable, flushed", TimingOptions{Rounds: 3, CallsPerRound: 10}},
 		{"fixed warm-up, no flush", TimingOptions{Warmup: 5, Rounds: 4, CallsPerRound: 5, SkipL2Flush: true}},
+		{"with a control", TimingOptions{Rounds: 4, CallsPerRound: 5, Control: ctl}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -299,10 +305,44 @@ func TestGPUTiming(t *testing.T) {
 			if tt.opt.Warmup > 0 && (st.Warmup != tt.opt.Warmup || st.WarmupStableAt != 0) {
 				t.Errorf("fixed warm-up recorded as %d calls, stable at %d", st.Warmup, st.WarmupStableAt)
 			}
+			if lat.PairedRatio < 0.3 || lat.PairedRatio > 10 {
+				t.Errorf("paired ratio %v is implausible", lat.PairedRatio)
+			}
+			if tt.opt.Control == nil {
+				if lat.Control != nil || lat.ControlRatio != 0 || st.Order != orderAlternating {
+					t.Errorf("no control asked: control %+v ratio %v, order %q", lat.Control, lat.ControlRatio, st.Order)
+				}
+				return
+			}
+			// The same code twice: the medians of a few rounds of an
+			// 8 us kernel agree within 25% on any quiet machine.
+			if c := lat.Control; c == nil || len(c.RoundsUS) != tt.opt.Rounds || c.MinUS <= 0 || st.Order != orderRotating ||
+				lat.ControlRatio < 0.8 || lat.ControlRatio > 1.25 || lat.ControlPairedRatio < 0.8 || lat.ControlPairedRatio > 1.25 {
+				t.Errorf("control %+v, ratio %v, paired %v, order %q", lat.Control, lat.ControlRatio, lat.ControlPairedRatio, st.Order)
+			}
 		})
 	}
 	if _, err := Time(inst, inst, cfg, w.Args, TimingOptions{}); err == nil {
 		t.Error("Time accepted an instrumented baseline")
+	}
+	if _, err := Time(base, inst, cfg, w.Args, TimingOptions{Control: base}); err == nil || !strings.Contains(err.Error(), "Reload") {
+		t.Errorf("Time with the baseline as its own control: %v, want an error pointing to Reload", err)
+	}
+	if _, err := Time(base, inst, cfg, w.Args, TimingOptions{Control: inst}); err == nil || !strings.Contains(err.Error(), "control module") {
+		t.Errorf("Time with an instrumented control: %v, want an error naming the control", err)
+	}
+	again, err := inst.Reload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Instrumented() || again.Mode() != inst.Mode() {
+		t.Errorf("reloaded instrumented module: instrumented %v mode %v", again.Instrumented(), again.Mode())
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.Reload(); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Reload of a closed module: %v, want an error saying it is closed", err)
 	}
 }
 

@@ -386,6 +386,13 @@ func TestNewLatency(t *testing.T) {
 	if z := newLatency(nil, nil, trace.TimingSettings{}); z.Ratio != 0 || z.PairedRatio != 0 {
 		t.Errorf("no rounds: ratio %v, paired %v, want 0 and 0", z.Ratio, z.PairedRatio)
 	}
+	// A control's figures come from the same comparison: 9, 22, 10, 7, 19
+	// against the baseline's rounds: median 10 (ratio 1), per-round 0.9,
+	// 1.1, 1, 0.95 (round 4 left out): median 0.975.
+	c, ratio, paired := compare(rb, []float64{9, 22, 10, 7, 19})
+	if c.MedianUS != 10 || len(c.RoundsUS) != 5 || math.Abs(ratio-1) > 1e-12 || math.Abs(paired-0.975) > 1e-12 {
+		t.Errorf("control: samples %+v, ratio %v, paired %v; want median 10, ratio 1, paired 0.975", c, ratio, paired)
+	}
 }
 
 func TestThrottleReasons(t *testing.T) {

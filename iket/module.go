@@ -37,6 +37,7 @@ type Module struct {
 	res          *resource
 	build        uint32 // iket_state's build flags: buildWrap, buildSafeLanes
 	format       int    // iket_state's record format version
+	image        []byte // what was loaded (for Reload)
 }
 
 // Build flags the header puts in iket_state (docs/FORMAT.md section 2).
@@ -94,7 +95,12 @@ func (d *Device) Compile(src Source, instrumented bool, arch string) (*Module, e
 	if err != nil {
 		return nil, fmt.Errorf("load %s (%s build, %v): %w", name, build, src.Kind, err)
 	}
-	m := &Module{d: d, mod: mod, src: src, arch: arch, log: log, funcs: map[string]cuda.Function{}}
+	return d.load(name, src, arch, log, image, mod, instrumented)
+}
+
+// load wraps a loaded module (d.mu held).
+func (d *Device) load(name string, src Source, arch, log string, image []byte, mod cuda.Module, instrumented bool) (*Module, error) {
+	m := &Module{d: d, mod: mod, src: src, arch: arch, log: log, image: image, funcs: map[string]cuda.Function{}}
 	m.res = d.track("module "+name, func() error { return d.ctx.Unload(mod) })
 	if err := m.inspect(name, instrumented); err != nil {
 		_ = d.release(m.res)
@@ -102,6 +108,31 @@ func (d *Device) Compile(src Source, instrumented bool, arch string) (*Module, e
 		return nil, err
 	}
 	return m, nil
+}
+
+// Reload loads the module's image a second time, as a module of its own:
+// the same code, in its own place. [Time] times such a second load of the
+// uninstrumented build as a control, to show what two identical builds
+// differ by in that run.
+func (m *Module) Reload() (*Module, error) {
+	name := filepath.Base(m.src.Path)
+	if m.src.Path == "" {
+		name = "kernel"
+	}
+	d := m.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if m.res == nil {
+		return nil, fmt.Errorf("reload %s: the module is closed", name)
+	}
+	if err := d.usable(); err != nil {
+		return nil, fmt.Errorf("reload %s: %w", name, err)
+	}
+	mod, err := d.ctx.LoadModule(m.image)
+	if err != nil {
+		return nil, fmt.Errorf("reload %s: %w", name, err)
+	}
+	return d.load(name, m.src, m.arch, m.log, m.image, mod, m.instrumented)
 }
 
 // buildImage returns the image to load: src.Data for a prebuilt kind, else

@@ -25,6 +25,10 @@ type RunOptions struct {
 	Timing   TimingOptions
 	// SkipTiming skips the latency comparison.
 	SkipTiming bool
+	// SkipControl times the two builds only. By default the uninstrumented
+	// build is loaded a second time and timed in every round as a control
+	// (TimingOptions.Control); Timing.Control, when set, is used instead.
+	SkipControl bool
 	// Progress, when set, is called with a short description as each step
 	// starts ("compile", "check", "trace", "time"); the CLI shows it on a
 	// terminal. It is called from Run's goroutine.
@@ -197,7 +201,19 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 		if t.Capacity == 0 && t.Mode == "" {
 			t.Capacity, t.Mode = tr.Meta.Capacity, tr.Meta.Mode
 		}
-		progress("time both builds (warm-up, interleaved rounds, L2 flushed)")
+		what := "time both builds (warm-up, interleaved rounds, L2 flushed)"
+		if t.Control == nil && !opt.SkipControl {
+			ctl, err := base.Reload()
+			if err != nil {
+				return nil, step("load the control (the uninstrumented build again)", err)
+			}
+			defer ctl.Close()
+			t.Control = ctl
+		}
+		if t.Control != nil {
+			what = "time both builds and a control (warm-up, rotating rounds, L2 flushed)"
+		}
+		progress(what)
 		lat, err := Time(base, inst, cfg, w.Args, t)
 		if err != nil {
 			return nil, step("time", err)

@@ -42,6 +42,14 @@ type TimingOptions struct {
 	Capacity uint32
 	Mode     trace.Mode
 	Timeout  time.Duration // per batch of calls; default 60 s
+	// Control, when set, is a third build timed in every round: a second
+	// load of the uninstrumented build ([Module.Reload]), so the result
+	// shows what two identical builds differ by in the same run
+	// ([trace.Latency.ControlRatio]) and the ratio can be read against it.
+	// The rounds then take the three builds in an order that rotates from
+	// round to round. Any uninstrumented module of the same device may be
+	// given (another kernel version, say); the result calls it the control.
+	Control *Module
 }
 
 func (o *TimingOptions) defaults() error {
@@ -130,10 +138,12 @@ func (t *timer) batch(p *prepared, n int) ([]float64, error) {
 
 // Time measures the kernel in both builds with CUDA events around each
 // launch: after warm-up, Rounds rounds, each running CallsPerRound calls of
-// one build then of the other, alternating which goes first. Each round's
-// sample is the mean of its calls; the result keeps every round's sample and
-// their median, min and max, and Ratio = instrumented median / uninstrumented
-// median. The instrumented build writes real warp buffers (Capacity, Mode).
+// one build then of the other, alternating which goes first (with a
+// Control, of each of the three, in an order rotating from round to round).
+// Each round's sample is the mean of its calls; the result keeps every
+// round's sample and their median, min and max, Ratio = instrumented median
+// / uninstrumented median, and PairedRatio, the median of the rounds'
+// ratios. The instrumented build writes real warp buffers (Capacity, Mode).
 // base must be uninstrumented and inst instrumented, on the same device.
 // Time blocks for the whole measurement.
 func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (*trace.Latency, error) {
@@ -148,6 +158,16 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 	}
 	if !inst.instrumented {
 		return nil, fmt.Errorf("time %s: the instrumented module %s records no events", cfg.Kernel, inst.src.Path)
+	}
+	if ctl := opt.Control; ctl != nil {
+		switch {
+		case ctl.d != base.d:
+			return nil, fmt.Errorf("time %s: the control is on another device", cfg.Kernel)
+		case ctl.instrumented:
+			return nil, fmt.Errorf("time %s: the control module %s is instrumented", cfg.Kernel, ctl.src.Path)
+		case ctl == base:
+			return nil, fmt.Errorf("time %s: the control is the baseline module itself: load it again (Module.Reload)", cfg.Kernel)
+		}
 	}
 	if opt.Mode == "" {
 		opt.Mode = inst.Mode() // a build records in one mode
@@ -168,6 +188,14 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 	pi, err := inst.prepare(cfg, args)
 	if err != nil {
 		return nil, err
+	}
+	builds := []*prepared{pb, pi}
+	if opt.Control != nil {
+		pc, err := opt.Control.prepare(cfg, args)
+		if err != nil {
+			return nil, fmt.Errorf("control: %w", err)
+		}
+		builds = append(builds, pc)
 	}
 	c := d.ctx
 	var held []*resource
@@ -231,7 +259,7 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 	case opt.Warmup > 0:
 		for left := opt.Warmup; left > 0; left -= opt.CallsPerRound {
 			n := min(left, opt.CallsPerRound)
-			for _, p := range []*prepared{pb, pi} {
+			for _, p := range builds {
 				if _, err := t.batch(p, n); err != nil {
 					return nil, err
 				}
@@ -239,18 +267,20 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 		}
 		settings.Warmup = opt.Warmup
 	case opt.Warmup == 0:
-		var prev [2]float64
+		prev := make([]float64, len(builds))
 		for b := 1; b <= opt.MaxWarmupBatches; b++ {
-			var cur [2]float64
-			for j, p := range []*prepared{pb, pi} {
+			cur := make([]float64, len(builds))
+			stable := b > 1
+			for j, p := range builds {
 				us, err := t.batch(p, opt.CallsPerRound)
 				if err != nil {
 					return nil, err
 				}
 				cur[j] = mean(us)
+				stable = stable && within(prev[j], cur[j], warmupTolerance)
 			}
 			settings.Warmup += opt.CallsPerRound
-			if b > 1 && within(prev[0], cur[0], warmupTolerance) && within(prev[1], cur[1], warmupTolerance) {
+			if stable {
 				settings.WarmupStableAt = b
 				break
 			}
@@ -258,57 +288,63 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 		}
 	}
 
-	var rb, ri []float64
+	// rounds[j] holds build j's samples: uninstrumented, instrumented,
+	// control. Round r runs them starting at build r mod n.
+	rounds := make([][]float64, len(builds))
 	for r := 0; r < opt.Rounds; r++ {
-		order := []int{0, 1}
-		if r%2 == 1 {
-			order = []int{1, 0}
-		}
-		for _, which := range order {
-			p := pb
-			if which == 1 {
-				p = pi
-			}
-			us, err := t.batch(p, opt.CallsPerRound)
+		for k := range builds {
+			j := (r + k) % len(builds)
+			us, err := t.batch(builds[j], opt.CallsPerRound)
 			if err != nil {
 				return nil, err
 			}
-			if which == 0 {
-				rb = append(rb, mean(us))
-			} else {
-				ri = append(ri, mean(us))
-			}
+			rounds[j] = append(rounds[j], mean(us))
 		}
 	}
 	settings.Order = orderAlternating
-	return newLatency(rb, ri, settings), nil
+	if len(builds) == 3 {
+		settings.Order = orderRotating
+	}
+	lat := newLatency(rounds[0], rounds[1], settings)
+	if len(builds) == 3 {
+		lat.Control, lat.ControlRatio, lat.ControlPairedRatio = compare(rounds[0], rounds[2])
+	}
+	return lat, nil
 }
 
-// orderAlternating is how Time's rounds take turns (the bench's words for
-// the same order, so captures from both read alike).
-const orderAlternating = "uninstrumented and instrumented, alternating"
+// How Time's rounds take turns, in the bench's words for the same orders,
+// so captures from both read alike.
+const (
+	orderAlternating = "uninstrumented and instrumented, alternating"
+	orderRotating    = "uninstrumented, instrumented, control, rotating each round"
+)
 
 // newLatency is the comparison of the two builds' rounds (rb and ri, round
-// i of each timed together): the medians' ratio and the paired ratio, the
-// median over rounds of ri[i] / rb[i] (rounds with a time of 0 left out,
-// as kernels/bench does).
+// i of each timed together); see compare.
 func newLatency(rb, ri []float64, settings trace.TimingSettings) *trace.Latency {
-	lat := &trace.Latency{
-		Uninstrumented: samples(rb),
-		Instrumented:   samples(ri),
-		Settings:       settings,
-	}
-	if lat.Uninstrumented.MedianUS > 0 {
-		lat.Ratio = lat.Instrumented.MedianUS / lat.Uninstrumented.MedianUS
+	lat := &trace.Latency{Uninstrumented: samples(rb), Settings: settings}
+	var inst *trace.Samples
+	inst, lat.Ratio, lat.PairedRatio = compare(rb, ri)
+	lat.Instrumented = *inst
+	return lat
+}
+
+// compare sums up build x's rounds against the baseline's (rb; round i of
+// each timed together): x's samples, the medians' ratio, and the paired
+// ratio, the median over rounds of x[i] / rb[i] (rounds with a time of 0
+// left out, as kernels/bench does).
+func compare(rb, x []float64) (s *trace.Samples, ratio, paired float64) {
+	sx := samples(x)
+	if mb := samples(rb).MedianUS; mb > 0 {
+		ratio = sx.MedianUS / mb
 	}
 	var q []float64
-	for i := range min(len(rb), len(ri)) {
-		if rb[i] > 0 && ri[i] > 0 {
-			q = append(q, ri[i]/rb[i])
+	for i := range min(len(rb), len(x)) {
+		if rb[i] > 0 && x[i] > 0 {
+			q = append(q, x[i]/rb[i])
 		}
 	}
-	lat.PairedRatio = samples(q).MedianUS
-	return lat
+	return &sx, ratio, samples(q).MedianUS
 }
 
 func mean(xs []float64) float64 {

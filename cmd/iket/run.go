@@ -28,6 +28,7 @@ type runOptions struct {
 	calls     int
 	warmup    int
 	noFlushL2 bool
+	noControl bool
 	noTiming  bool
 	spec      string
 }
@@ -45,6 +46,7 @@ func (o *runOptions) flags(cmd *cobra.Command) {
 	f.IntVar(&o.calls, "calls", 0, "timed calls per round (default 20)")
 	f.IntVar(&o.warmup, "warmup", 0, "warm-up calls (default: until stable)")
 	f.BoolVar(&o.noFlushL2, "no-flush-l2", false, "do not write 256 MiB before each timed call")
+	f.BoolVar(&o.noControl, "no-control", false, "time the two builds only, without the control (the uninstrumented build loaded again)")
 	f.BoolVar(&o.noTiming, "no-timing", false, "trace only; skip the latency comparison")
 }
 
@@ -55,8 +57,9 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Trace and time a kernel on the GPU",
 		Long: `run compiles a kernel twice (with and without tracing), checks that both
 builds compute the exact output, traces one launch, times both builds with
-CUDA events (warm-up until stable, interleaved rounds, L2 flushed before each
-call, median and every round kept) and writes, in the output folder:
+CUDA events (warm-up until stable, rounds in rotating order with a control,
+the uninstrumented build loaded again, L2 flushed before each call, medians,
+paired ratios and every round kept) and writes, in the output folder:
 
   trace.iket     the raw capture: every warp's buffer, the launch, the device
   trace.pftrace  the Perfetto trace (GPU > launch > SM > CTA > warp)
@@ -165,7 +168,8 @@ func runKernel(cmd *cobra.Command, dev *iket.Device, prog *iket.Program, src, ba
 		Timing: iket.TimingOptions{
 			Warmup: o.warmup, Rounds: o.rounds, CallsPerRound: o.calls, SkipL2Flush: o.noFlushL2,
 		},
-		SkipTiming: o.noTiming,
+		SkipTiming:  o.noTiming,
+		SkipControl: o.noControl,
 	}
 	if isTerminal(stderr) {
 		start := time.Now()

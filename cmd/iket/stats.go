@@ -132,10 +132,16 @@ func writeStatsTable(w io.Writer, a *analysis, names []string, m [][]float64) {
 // writeLatency prints the latency comparison, and the control's when the
 // timing had one.
 func writeLatency(w io.Writer, l *trace.Latency) {
-	fmt.Fprintf(w, "latency: uninstrumented %.2f us, instrumented %.2f us (medians of %d rounds), ratio %.3f\n",
-		l.Uninstrumented.MedianUS, l.Instrumented.MedianUS, len(l.Uninstrumented.RoundsUS), l.Ratio)
+	paired := func(p float64) string {
+		if p > 0 {
+			return fmt.Sprintf(" (paired %.3f)", p)
+		}
+		return ""
+	}
+	fmt.Fprintf(w, "latency: uninstrumented %.2f us, instrumented %.2f us (medians of %d rounds), ratio %.3f%s\n",
+		l.Uninstrumented.MedianUS, l.Instrumented.MedianUS, len(l.Uninstrumented.RoundsUS), l.Ratio, paired(l.PairedRatio))
 	if l.Control != nil {
-		fmt.Fprintf(w, "control (the uninstrumented binary again): %.2f us, ratio %.3f: two identical builds differ by this much here\n",
-			l.Control.MedianUS, l.ControlRatio)
+		fmt.Fprintf(w, "control (the uninstrumented binary again): %.2f us, ratio %.3f%s: two identical builds differ by this much here\n",
+			l.Control.MedianUS, l.ControlRatio, paired(l.ControlPairedRatio))
 	}
 }

@@ -15,10 +15,19 @@ func TestWriteLatencyControl(t *testing.T) {
 	if got := b.String(); strings.Contains(got, "control") || !strings.Contains(got, "ratio 1.021") {
 		t.Errorf("without a control: %q", got)
 	}
+	if got := b.String(); strings.Contains(got, "paired") {
+		t.Errorf("without a paired ratio: %q", got)
+	}
 	l.Control, l.ControlRatio = &trace.Samples{MedianUS: 175.3}, 1.0006
 	b.Reset()
 	writeLatency(&b, l)
 	if got := b.String(); !strings.Contains(got, "control (the uninstrumented binary again): 175.30 us, ratio 1.001") {
 		t.Errorf("with a control: %q", got)
+	}
+	l.PairedRatio, l.ControlPairedRatio = 1.0183, 0.9996
+	b.Reset()
+	writeLatency(&b, l)
+	if got := b.String(); !strings.Contains(got, "ratio 1.021 (paired 1.018)") || !strings.Contains(got, "ratio 1.001 (paired 1.000)") {
+		t.Errorf("with paired ratios: %q", got)
 	}
 }
