@@ -100,7 +100,9 @@ step trace 60 "$B" trace --modules "$M" --out "$OUT"
 SIZES=4096,8192
 [ -n "$QUICK" ] && SIZES=2048
 step cublas 120 python3 kernels/bench/torch_ref.py time --sizes $SIZES --out "$WORK/cublas.txt"
-step time 180 "$B" time --modules "$M" --out "$WORK" --work "$WORK" --cublas "$WORK/cublas.txt" $QUICK
+# 21 rounds, as the fourth to sixth sessions' exploratory passes used
+# (docs/OVERHEAD.md): the ratios read are medians, and more rounds steady them.
+step time 240 "$B" time --rounds 21 --modules "$M" --out "$WORK" --work "$WORK" --cublas "$WORK/cublas.txt" $QUICK
 CS=4096
 [ -n "$QUICK" ] && CS=2048
 step torch 120 python3 kernels/bench/torch_ref.py check --prefix "$WORK/gemm$CS" --size $CS
