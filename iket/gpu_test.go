@@ -265,7 +265,7 @@ func TestGPUTiming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ctl.Close()
+	t.Cleanup(func() { ctl.Close() })
 	tests := []struct {
 		name string
 		opt  TimingOptions
@@ -331,6 +331,14 @@ func TestGPUTiming(t *testing.T) {
 	if _, err := Time(base, inst, cfg, w.Args, TimingOptions{Control: inst}); err == nil || !strings.Contains(err.Error(), "control module") {
 		t.Errorf("Time with an instrumented control: %v, want an error naming the control", err)
 	}
+	other, err := d.Compile(Source{Path: "other.cu", Kind: KindCU, Data: []byte("extern \"C\" __global__ void other(int* p) { *p = 1; }\n")}, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	if _, err := Time(base, inst, cfg, w.Args, TimingOptions{Control: other}); err == nil || !strings.Contains(err.Error(), "not the baseline's image") {
+		t.Errorf("Time with another kernel as the control: %v, want an error saying it is not the baseline's image", err)
+	}
 	again, err := inst.Reload()
 	if err != nil {
 		t.Fatal(err)
@@ -355,6 +363,17 @@ func TestGPURunAndCapture(t *testing.T) {
 	}
 	if res.Latency == nil || res.Launch == nil || res.Launch.Meta.Latency != res.Latency || res.Device.Name == "" {
 		t.Fatalf("incomplete result: %+v", res)
+	}
+	// By default Run times a control: the uninstrumented build again.
+	if l := res.Latency; l.Control == nil || len(l.Control.RoundsUS) != 3 || l.ControlRatio <= 0 || l.Settings.Order != orderRotating {
+		t.Errorf("default run: control %+v, ratio %v, order %q; want a control timed in every round", l.Control, l.ControlRatio, l.Settings.Order)
+	}
+	without, err := Run(context.Background(), d, p, RunOptions{Trace: TraceOptions{Capacity: 16}, Timing: TimingOptions{Rounds: 2, CallsPerRound: 5}, SkipControl: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := without.Latency; l == nil || l.Control != nil || l.Settings.Order != orderAlternating {
+		t.Errorf("SkipControl: latency %+v, want two builds alternating and no control", l)
 	}
 	path := filepath.Join(t.TempDir(), "trace.iket")
 	if err := WriteCapture(path, res.Meta("iket-test"), res.Launch); err != nil {
@@ -1077,8 +1096,12 @@ func TestGPULanes(t *testing.T) {
 // lanes while other events are stored and the warp flushes when 32 are
 // pending. Mode 1: lanes 16-31 return before pair 20 (each flushes its own
 // pending pair; lanes 0-15 go on with 16 lanes, so their pairs are stored
-// at once). Mode 2: an explicit flush() after pair 5. With a block of 48
-// threads the second warp has 16 lanes and stores every pair at once.
+// at once). Mode 2: an explicit flush() after pair 5. Mode 3: a flush()
+// by lanes 0-15 alone after pair 5 (they store theirs, and the batch goes
+// on until the whole warp flushes). Mode 4: a second Batch on the same
+// Warp takes pairs 50-59, and ends there, with the first still holding
+// pairs. With a block of 48 threads the second warp has 16 lanes and
+// stores every pair at once.
 const batchSource = `#include "iket.cuh"
 #define BATCH_NAMES(X) X(RANGE, a) X(RANGE, b) X(RANGE, c) X(MARK, m)
 IKET_NAMES(BATCH_NAMES)
@@ -1090,9 +1113,17 @@ extern "C" __global__ void batch(int n, int mode) {
   for (int i = 0; i < n; ++i) {
     if (mode == 1 && i == 20 && lane >= 16) return;
     if (i % 40 == 39) tr.mark(iket_id::m, i);
+    if (mode == 4 && i == 50) {
+      iket::Batch other(tr);
+      for (; i < 60; ++i) {
+        const iket::Stamp t = tr.stamp();
+        other.range_next_pair(t, iket_id::b, i, iket_id::c, i);
+      }
+    }
     const iket::Stamp t = tr.stamp();
     bt.range_next_pair(t, iket_id::b, i, iket_id::c, i);
     if (mode == 2 && i == 5) bt.flush();
+    if (mode == 3 && i == 5 && lane < 16) bt.flush();
   }
   const iket::Stamp t = tr.stamp();
   bt.range_next_pop(t, iket_id::b, n);
@@ -1133,9 +1164,9 @@ func TestGPUBatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer m.Close()
+		t.Cleanup(func() { m.Close() })
 		for _, capacity := range tc.capacities {
-			for _, kmode := range []int32{0, 1, 2} {
+			for _, kmode := range []int32{0, 1, 2, 3, 4} {
 				t.Run(fmt.Sprintf("%s capacity %d mode %d", tc.build, capacity, kmode), func(t *testing.T) {
 					res, err := m.Trace(cfg, []Arg{I32(n), I32(kmode)}, TraceOptions{Capacity: capacity, Mode: tc.mode})
 					if err != nil {

@@ -1,6 +1,7 @@
 package iket
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -37,7 +38,7 @@ type Module struct {
 	res          *resource
 	build        uint32 // iket_state's build flags: buildWrap, buildSafeLanes
 	format       int    // iket_state's record format version
-	image        []byte // what was loaded (for Reload)
+	image        []byte // what was loaded (for Reload; a copy, not the caller's src.Data)
 }
 
 // Build flags the header puts in iket_state (docs/FORMAT.md section 2).
@@ -66,10 +67,7 @@ func (d *Device) Compile(src Source, instrumented bool, arch string) (*Module, e
 	if arch == "" {
 		arch = DefaultArch
 	}
-	name := filepath.Base(src.Path)
-	if src.Path == "" {
-		name = "kernel"
-	}
+	name := moduleName(src)
 	if src.Kind == KindUnknown {
 		k, err := DetectKind(src.Path, src.Data)
 		if err != nil {
@@ -77,10 +75,7 @@ func (d *Device) Compile(src Source, instrumented bool, arch string) (*Module, e
 		}
 		src.Kind = k
 	}
-	build := "uninstrumented"
-	if instrumented {
-		build = "instrumented"
-	}
+	build := buildName(instrumented)
 	image, log, err := buildImage(name, src, instrumented, arch)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s (%s build, %s): %w", name, build, arch, err)
@@ -96,6 +91,21 @@ func (d *Device) Compile(src Source, instrumented bool, arch string) (*Module, e
 		return nil, fmt.Errorf("load %s (%s build, %v): %w", name, build, src.Kind, err)
 	}
 	return d.load(name, src, arch, log, image, mod, instrumented)
+}
+
+// moduleName is how errors name a module built from src.
+func moduleName(src Source) string {
+	if src.Path == "" {
+		return "kernel"
+	}
+	return filepath.Base(src.Path)
+}
+
+func buildName(instrumented bool) string {
+	if instrumented {
+		return "instrumented"
+	}
+	return "uninstrumented"
 }
 
 // load wraps a loaded module (d.mu held).
@@ -115,10 +125,7 @@ func (d *Device) load(name string, src Source, arch, log string, image []byte, m
 // uninstrumented build as a control, to show what two identical builds
 // differ by in that run.
 func (m *Module) Reload() (*Module, error) {
-	name := filepath.Base(m.src.Path)
-	if m.src.Path == "" {
-		name = "kernel"
-	}
+	name := moduleName(m.src)
 	d := m.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -130,16 +137,17 @@ func (m *Module) Reload() (*Module, error) {
 	}
 	mod, err := d.ctx.LoadModule(m.image)
 	if err != nil {
-		return nil, fmt.Errorf("reload %s: %w", name, err)
+		return nil, fmt.Errorf("reload %s (%s build, %v): %w", name, buildName(m.instrumented), m.src.Kind, err)
 	}
 	return d.load(name, m.src, m.arch, m.log, m.image, mod, m.instrumented)
 }
 
-// buildImage returns the image to load: src.Data for a prebuilt kind, else
-// NVRTC's output (a cubin for an sm_ arch, PTX for compute_) and its log.
+// buildImage returns the image to load: a copy of src.Data for a prebuilt
+// kind (the module keeps it for Reload), else NVRTC's output (a cubin for an
+// sm_ arch, PTX for compute_) and its log.
 func buildImage(name string, src Source, instrumented bool, arch string) ([]byte, string, error) {
 	if src.Kind != KindCU {
-		return src.Data, "", nil
+		return bytes.Clone(src.Data), "", nil
 	}
 	opts := []string{"-arch=" + arch, "-std=c++17", "-lineinfo"}
 	if instrumented {

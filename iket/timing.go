@@ -1,6 +1,7 @@
 package iket
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -42,13 +43,13 @@ type TimingOptions struct {
 	Capacity uint32
 	Mode     trace.Mode
 	Timeout  time.Duration // per batch of calls; default 60 s
-	// Control, when set, is a third build timed in every round: a second
-	// load of the uninstrumented build ([Module.Reload]), so the result
-	// shows what two identical builds differ by in the same run
-	// ([trace.Latency.ControlRatio]) and the ratio can be read against it.
-	// The rounds then take the three builds in an order that rotates from
-	// round to round. Any uninstrumented module of the same device may be
-	// given (another kernel version, say); the result calls it the control.
+	// Control, when set, is a third build timed in every round: the
+	// uninstrumented build's image loaded a second time ([Module.Reload]),
+	// so the result shows what two identical builds differ by in the same
+	// run ([trace.Latency.ControlRatio]) and the ratio can be read against
+	// it. The rounds then take the three builds in an order that rotates
+	// from round to round. (To time another kernel version against this
+	// one, kernels/bench has --control.)
 	Control *Module
 }
 
@@ -167,6 +168,8 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 			return nil, fmt.Errorf("time %s: the control module %s is instrumented", cfg.Kernel, ctl.src.Path)
 		case ctl == base:
 			return nil, fmt.Errorf("time %s: the control is the baseline module itself: load it again (Module.Reload)", cfg.Kernel)
+		case !bytes.Equal(ctl.image, base.image):
+			return nil, fmt.Errorf("time %s: the control %s is not the baseline's image loaded again (Module.Reload), so it would not show what identical builds differ by", cfg.Kernel, ctl.src.Path)
 		}
 	}
 	if opt.Mode == "" {
@@ -193,7 +196,7 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 	if opt.Control != nil {
 		pc, err := opt.Control.prepare(cfg, args)
 		if err != nil {
-			return nil, fmt.Errorf("control: %w", err)
+			return nil, fmt.Errorf("time %s: prepare the control: %w", cfg.Kernel, err)
 		}
 		builds = append(builds, pc)
 	}

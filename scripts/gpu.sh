@@ -28,6 +28,9 @@ cat "$OUT/nvidia-smi.csv"
 step devices ./bin/iket devices
 step demo ./bin/iket demo -o "$OUT/demo"
 step run ./bin/iket run warp_roles -o "$OUT/run"
+# The run's timing has a control (the uninstrumented build again) unless
+# --no-control; latency.json says which.
+step control bash -c 'grep -q "\"control_ratio\"" "$1/run/latency.json" && ./bin/iket run warp_roles --no-control -o "$1/nocontrol" && ! grep -q "\"control\"" "$1/nocontrol/latency.json" && grep -q "alternating" "$1/nocontrol/latency.json"' _ "$OUT"
 # The capture bundled with iket (internal/bundled/testdata): small buffers.
 step fixture ./bin/iket run warp_roles --capacity 16 -o "$OUT/fixture"
 step calibrate ./bin/iket run calibrate --timeout 60s -o "$OUT/cal"

@@ -299,6 +299,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
         GEMM_EV(4, tr.range_pop());
 #endif
       }
+      // Pairs still held (k steps per tile not a multiple of 32) are stored
+      // now, so that a warp that hangs in a later tile shows this one whole.
+      batch.flush();
       hopper::wgmma_wait<0>();
       // The tile's last stage is read: free it for the next tile's loads,
       // which the producer issues while this warp stores the epilogue.

@@ -347,7 +347,8 @@ __device__ __forceinline__ unsigned lane_id() {
 }
 
 // pack_now is a record (format 2, as record writes it) with the clock now;
-// pack_at one with a clock read earlier. For Batch, which stores later.
+// pack_at one with a clock read earlier. For Batch, which stores later; the
+// packing repeats record_at's and record_c's (see record_c: keep in step).
 __device__ __forceinline__ unsigned long long pack_now(unsigned k, unsigned p) {
   unsigned long long r;
   asm volatile(
@@ -376,7 +377,8 @@ __device__ __forceinline__ unsigned long long pack_at(unsigned long long clk,
 
 // store_pair stores two packed records at addr as record_pair does: one
 // 16-byte store when addr is 16-byte aligned and both fit below end,
-// otherwise each record that fits alone.
+// otherwise each record that fits alone. The predicates repeat
+// record_pair's, which stays whole on purpose (see record_c); change both.
 __device__ __forceinline__ void store_pair(unsigned long long addr, unsigned end,
                                            unsigned long long r1,
                                            unsigned long long r2) {
@@ -716,7 +718,6 @@ class Warp {
   unsigned pos_;  // stop: low word of the next record's address; wrap: bytes
 };
 
-
 // Batch keeps a warp's stamped pairs (range_next_pair, range_next_pop) in
 // registers, lane i holding the warp's i-th pending pair, and stores them 32
 // at a time: each lane stores its own pair, so one flush is one 16-byte store
@@ -738,11 +739,15 @@ class Warp {
 // records are the same, at the same slots, as Warp's calls would write
 // (docs/FORMAT.md). A pair recorded without all 32 lanes active is stored at
 // once, as Warp's call stores it, and so is every pair in a wrap build (in a
-// ring a later event could take a pending pair's slot). Until a flush, pending pairs are only in
-// registers: a warp that hangs or faults loses up to 32 of them, and
-// readers take an unfinished warp's records as ending at its first
-// unwritten slot, so it shows the phase before them as its last (watch mode
-// too). Build without IKET_ENABLE and a Batch is nothing.
+// ring a later event could take a pending pair's slot). flush() may be
+// called by some lanes only (lanes that leave early run it in the
+// destructor): each stores its own pair, and the batch starts again only
+// when the whole warp flushes. Until a flush, pending pairs are only in
+// registers: a warp that hangs or faults loses up to 32 of them, and readers
+// take an unfinished warp's records as ending at its first unwritten slot,
+// so it shows the phase before them as its last (watch mode too); flush
+// where a hang should still show the last phases (the gemm does after each
+// tile). Build without IKET_ENABLE and a Batch is nothing.
 class Batch {
  public:
   __device__ __forceinline__ explicit Batch(Warp& w)
@@ -764,12 +769,15 @@ class Batch {
     add(t, Warp::tag(IKET_KIND_NEXT, name), w_.addend(payload), Warp::tag(IKET_KIND_POP, 0),
         w_.addend(0u));
   }
-  // flush stores the pending pairs now: each lane its own, so lanes that
-  // leave apart each store theirs.
+  // flush stores the pending pairs now, each lane its own. Only a flush by
+  // the whole warp empties the batch: were some lanes to start again alone,
+  // the lanes would disagree on which holds the next pair and lose some.
+  // Lanes that flush without the others keep theirs and store it again,
+  // the same bytes, when the whole warp flushes.
   __device__ __forceinline__ void flush() {
     if (n_ != 0u) {
       if (lane_ < n_) store();
-      n_ = 0u;
+      if (detail::active_mask() == 0xffffffffu) n_ = 0u;
     }
   }
 
@@ -808,6 +816,7 @@ class Batch {
   unsigned c_;     // this lane's pending pair's cursor
   unsigned long long r1_, r2_;  // and its two records
 };
+
 }  // namespace iket
 
 #else  // tracing disabled: every call compiles to nothing.
