@@ -301,6 +301,35 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestDecodeBeyondHole: an unfinished warp whose records have a hole (pairs
+// an iket::Batch never stored) decodes up to the hole, in lenient and strict
+// mode alike, and counts the records after it.
+func TestDecodeBeyondHole(t *testing.T) {
+	l := &emu.Launch{Kernel: "k", Block: [3]uint32{32, 1, 1}, Capacity: 16, Names: emu.MustNames("RANGE a", "MARK m")}
+	w := l.Warp([3]uint32{}, 0).Push("a", 0, 1e9)
+	for i := 0; i < 6; i++ {
+		w.Next("a", uint16(i), 1e9+10+uint64(i))
+	}
+	w.Mark("m", 0, 1e9+20)
+	w.Unfinished = true
+	w.Unstored = []int{3, 4}
+	c := capture(t, l)
+	for _, strict := range []bool{false, true} {
+		d, err := trace.NewDecoder(c.Launch(0), trace.Options{Strict: strict})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got trace.Warp
+		if err := d.Next(&got); err != nil {
+			t.Fatal(err)
+		}
+		// Records 0-2 before the hole; 5, 6 and 7 after it.
+		if got.Stored != 3 || got.Beyond != 3 || got.Finished {
+			t.Errorf("strict %v: stored %d, beyond %d, finished %v; want 3, 3, false", strict, got.Stored, got.Beyond, got.Finished)
+		}
+	}
+}
+
 func TestValidateCapsJoinedErrors(t *testing.T) {
 	l, w := oneWarp("RANGE a")
 	for i := 0; i < 250; i++ {
