@@ -112,6 +112,43 @@ func slot(t *testing.T, r *TraceResult, s uint64) (trace.WarpHeader, []rawEvent)
 	return h, evs
 }
 
+// bySlot decodes warp slot s's records slot by slot, as trace.Unpack reads
+// each from the start anchor in h: kind, name and payload (zero where the
+// slot is unwritten) and cycle; and the scratch slot after them, which the
+// header never writes.
+func bySlot(r *TraceResult, s uint64, h trace.WarpHeader) (evs []rawEvent, cycles []uint64, scratch trace.Record) {
+	st := r.Meta.Stride()
+	raw := r.Buffers[int64(s)*st : int64(s+1)*st]
+	rec := func(j int) trace.Record {
+		return trace.Record(binary.LittleEndian.Uint64(raw[trace.WarpHeaderSize+8*j:]))
+	}
+	n := int(r.Meta.Capacity)
+	evs, cycles = make([]rawEvent, n), make([]uint64, n)
+	for j := range n {
+		if rec(j) == 0 {
+			continue
+		}
+		tag, cyc := trace.Unpack(r.Format, rec(j), h.StartClock)
+		evs[j], cycles[j] = rawEvent{trace.Kind(tag >> 29), uint16(tag>>16) & 0x1fff, uint16(tag)}, cyc
+	}
+	return evs, cycles, rec(n)
+}
+
+// captureOf writes a traced launch to a capture file and opens it.
+func captureOf(t *testing.T, r *TraceResult) *trace.Capture {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "launch.iket")
+	if err := WriteCapture(path, trace.Meta{Version: trace.FormatVersion, Tool: "iket-test"}, r); err != nil {
+		t.Fatal(err)
+	}
+	c, err := trace.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 func TestGPUInfo(t *testing.T) {
 	d := openGPU(t)
 	info := d.Info()
@@ -914,34 +951,20 @@ func TestGPUPairs(t *testing.T) {
 				for i := first; i < last; i++ {
 					want[slotOf(i)] = all[i]
 				}
-				st := res.Meta.Stride()
 				for s := uint64(0); s < res.Meta.Warps; s++ {
 					h, _ := slot(t, res, s)
 					if h.Count != 7 || h.Flags&3 != 3 || h.Flags&trace.FlagLanesDiverged != 0 {
 						t.Fatalf("slot %d header %+v: want count 7, finished, lanes together", s, h)
 					}
-					raw := res.Buffers[int64(s)*st : int64(s+1)*st]
-					rec := func(j int) trace.Record {
-						return trace.Record(binary.LittleEndian.Uint64(raw[trace.WarpHeaderSize+8*j:]))
-					}
-					got := make([]rawEvent, capacity)
-					cycles := make([]uint64, len(all))
-					for j := range got {
-						if rec(j) == 0 {
-							continue
-						}
-						tag, cyc := trace.Unpack(res.Format, rec(j), h.StartClock)
-						got[j] = rawEvent{trace.Kind(tag >> 29), uint16(tag>>16) & 0x1fff, uint16(tag)}
-						for i := first; i < last; i++ {
-							if slotOf(i) == j {
-								cycles[i] = cyc
-							}
-						}
+					got, slotCycles, scratch := bySlot(res, s, h)
+					cycles := make([]uint64, len(all)) // by event
+					for i := first; i < last; i++ {
+						cycles[i] = slotCycles[slotOf(i)]
 					}
 					if diff := cmp.Diff(want, got); diff != "" {
 						t.Fatalf("slot %d records by slot (-want +got):\n%s", s, diff)
 					}
-					if scratch := rec(int(capacity)); scratch != 0 {
+					if scratch != 0 {
 						t.Errorf("slot %d: the scratch slot after the records holds %#x", s, uint64(scratch))
 					}
 					for i := first + 1; i < last; i++ {
@@ -1060,15 +1083,7 @@ func TestGPULanes(t *testing.T) {
 					t.Fatalf("slot %d events (-want +got):\n%s", s, diff)
 				}
 			}
-			path := filepath.Join(t.TempDir(), "lanes.iket")
-			if err := WriteCapture(path, trace.Meta{Version: trace.FormatVersion, Tool: "iket-test"}, res); err != nil {
-				t.Fatal(err)
-			}
-			c, err := trace.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := captureOf(t, res)
 			_, verr := trace.Validate(c.Launch(0), trace.Options{Strict: true})
 			if (verr != nil) != (sync == 0) || (verr != nil && !strings.Contains(verr.Error(), "lanes recorded different numbers of events")) {
 				t.Errorf("strict validation: %v, want an error naming the lanes only without sync", verr)
@@ -1183,40 +1198,21 @@ func TestGPUBatch(t *testing.T) {
 					for i := first; i < last; i++ {
 						want[i%int(capacity)] = all[i]
 					}
-					st := res.Meta.Stride()
 					for s := uint64(0); s < res.Meta.Warps; s++ {
 						h, _ := slot(t, res, s)
 						if h.Count != uint32(len(all)) || h.Flags&0xf != 3 {
 							t.Fatalf("slot %d header %+v: want count %d, finished, lanes together", s, h, len(all))
 						}
-						raw := res.Buffers[int64(s)*st : int64(s+1)*st]
-						rec := func(j int) trace.Record {
-							return trace.Record(binary.LittleEndian.Uint64(raw[trace.WarpHeaderSize+8*j:]))
-						}
-						got := make([]rawEvent, capacity)
-						for j := range got {
-							if rec(j) != 0 {
-								tag, _ := trace.Unpack(res.Format, rec(j), h.StartClock)
-								got[j] = rawEvent{trace.Kind(tag >> 29), uint16(tag>>16) & 0x1fff, uint16(tag)}
-							}
-						}
+						got, _, scratch := bySlot(res, s, h)
 						if diff := cmp.Diff(want, got); diff != "" {
 							t.Fatalf("slot %d records by slot (-want +got):\n%s", s, diff)
 						}
-						if scratch := rec(int(capacity)); scratch != 0 {
+						if scratch != 0 {
 							t.Errorf("slot %d: the scratch slot after the records holds %#x", s, uint64(scratch))
 						}
 					}
 					if tc.mode == trace.ModeStop && int(capacity) >= len(all) {
-						path := filepath.Join(t.TempDir(), "batch.iket")
-						if err := WriteCapture(path, trace.Meta{Version: trace.FormatVersion, Tool: "iket-test"}, res); err != nil {
-							t.Fatal(err)
-						}
-						c, err := trace.Open(path)
-						if err != nil {
-							t.Fatal(err)
-						}
-						defer c.Close()
+						c := captureOf(t, res)
 						if _, err := trace.Validate(c.Launch(0), trace.Options{Strict: true}); err != nil {
 							t.Errorf("strict validation: %v", err)
 						}
