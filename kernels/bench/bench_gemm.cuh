@@ -331,7 +331,8 @@ static void gemm_step(const Options& o, Device& dev, Timer& tm, bool check_only,
       else
         snprintf(ref, sizeof ref, "no cuBLAS timing (run kernels/bench/torch_ref.py time)");
       g_rows.push_back(
-          {"gemm", size, perf, ref, s_off.median(), s_on.median(), s_ctl.median()});
+          {"gemm", size, perf, ref, s_off.median(), s_on.median(), s_ctl.median(),
+           paired_ratio(s_off, s_on)});
       add_json("{\"kernel\":\"gemm\",\"m\":" + std::to_string(M) + ",\"n\":" +
                std::to_string(N) + ",\"k\":" + std::to_string(K) +
                ",\"tflops\":" + std::to_string(tf) + ",\"cublas_us\":" +

@@ -221,7 +221,8 @@ static void pipeline_step(const Options& o, Device& dev, Timer& tm,
     snprintf(ref, sizeof ref, "%.1f%% of 4.28 TB/s (memcpy here %.3f TB/s: %.1f%%)",
              100.0 * tb_s / 4.28, cp_tb_s, 100.0 * tb_s / cp_tb_s);
     g_rows.push_back(
-        {"pipeline", size, perf, ref, s_off.median(), s_on.median(), s_ctl.median()});
+        {"pipeline", size, perf, ref, s_off.median(), s_on.median(), s_ctl.median(),
+           paired_ratio(s_off, s_on)});
     add_json("{\"kernel\":\"pipeline\",\"rows\":" + std::to_string(rows) +
              ",\"cols\":" + std::to_string(BP_ROW) + ",\"bytes_moved\":" +
              std::to_string(2 * bytes) + ",\"tb_per_s\":" + std::to_string(tb_s) +
