@@ -114,8 +114,8 @@ func slot(t *testing.T, r *TraceResult, s uint64) (trace.WarpHeader, []rawEvent)
 
 // bySlot decodes warp slot s's records slot by slot, as trace.Unpack reads
 // each from the start anchor in h: kind, name and payload (zero where the
-// slot is unwritten) and cycle; and the scratch slot after them, which the
-// header never writes.
+// slot is unwritten) and cycle; and the scratch slot after them, which no
+// event writes.
 func bySlot(r *TraceResult, s uint64, h trace.WarpHeader) (evs []rawEvent, cycles []uint64, scratch trace.Record) {
 	st := r.Meta.Stride()
 	raw := r.Buffers[int64(s)*st : int64(s+1)*st]

@@ -137,7 +137,7 @@ func (m *Module) Reload() (*Module, error) {
 	}
 	mod, err := d.ctx.LoadModule(m.image)
 	if err != nil {
-		return nil, fmt.Errorf("reload %s (%s build, %v): %w", name, buildName(m.instrumented), m.src.Kind, err)
+		return nil, fmt.Errorf("reload %s (%s build, %s): %w", name, buildName(m.instrumented), m.arch, err)
 	}
 	return d.load(name, m.src, m.arch, m.log, m.image, mod, m.instrumented)
 }

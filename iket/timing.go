@@ -165,11 +165,11 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 		case ctl.d != base.d:
 			return nil, fmt.Errorf("time %s: the control is on another device", cfg.Kernel)
 		case ctl.instrumented:
-			return nil, fmt.Errorf("time %s: the control module %s is instrumented", cfg.Kernel, ctl.src.Path)
+			return nil, fmt.Errorf("time %s: the control module %s is instrumented", cfg.Kernel, moduleName(ctl.src))
 		case ctl == base:
 			return nil, fmt.Errorf("time %s: the control is the baseline module itself: load it again (Module.Reload)", cfg.Kernel)
 		case !bytes.Equal(ctl.image, base.image):
-			return nil, fmt.Errorf("time %s: the control %s is not the baseline's image loaded again (Module.Reload), so it would not show what identical builds differ by", cfg.Kernel, ctl.src.Path)
+			return nil, fmt.Errorf("time %s: the control %s is not the baseline's image loaded again (Module.Reload), so it would not show what identical builds differ by", cfg.Kernel, moduleName(ctl.src))
 		}
 	}
 	if opt.Mode == "" {
