@@ -679,15 +679,6 @@ class Warp {
 #endif
     pos_ = min(c + 16u, detail::kCursorLimit);
   }
-  // limit is a cursor no record is stored at: the end of the records (stop
-  // mode); a wrap build, which stores every cursor, returns 0.
-  __device__ __forceinline__ unsigned limit() const {
-#if IKET__BUILD_WRAP
-    return 0u;
-#else
-    return end_;
-#endif
-  }
   // cursor is the next event's cursor; a safe-lanes build catches the
   // active lanes up to the furthest first.
   __device__ __forceinline__ unsigned cursor() const {
@@ -759,10 +750,15 @@ class Warp {
 // tile). Build without IKET_ENABLE and a Batch is nothing.
 class Batch {
  public:
-  // c_ starts at the end of the records (stop mode), where a store is
-  // predicated off, so a lane can never store outside the warp's slot.
+  // c_ starts at the end of the records, where a store is predicated off,
+  // so a lane can never store outside the warp's slot (a wrap build's Batch
+  // stores nothing itself).
   __device__ __forceinline__ explicit Batch(Warp& w)
-      : w_(w), n_(0u), lane_(detail::lane_id()), c_(w.limit()), r1_(0ull), r2_(0ull) {}
+      : w_(w), n_(0u), lane_(detail::lane_id()), c_(0u), r1_(0ull), r2_(0ull) {
+#if !IKET__BUILD_WRAP
+    c_ = w.end_;
+#endif
+  }
   __device__ __forceinline__ ~Batch() { flush(); }
   Batch(const Batch&) = delete;
   Batch& operator=(const Batch&) = delete;
@@ -786,11 +782,7 @@ class Batch {
   // Lanes that flush without the others keep theirs and store it again,
   // the same bytes, when the whole warp flushes.
   __device__ __forceinline__ void flush() {
-    const bool whole = detail::active_mask() == 0xffffffffu;
-    if (n_ != 0u) {
-      if (lane_ < n_) store();
-      if (whole) n_ = 0u;
-    }
+    flush(detail::active_mask() == 0xffffffffu);
   }
 
  private:
@@ -799,11 +791,15 @@ class Batch {
     // A wrap build stores at once: in a ring an event recorded after a
     // pending pair could take its slot again before the flush, which would
     // then write the older pair over it.
-    if (IKET__BUILD_WRAP || detail::active_mask() != 0xffffffffu) {
+    if (IKET__BUILD_WRAP) {
+      w_.emit_pair_tags(t, k1, p1, k2, p2);
+      return;
+    }
+    if (detail::active_mask() != 0xffffffffu) {
       // Some lanes have left, or record apart: those here store the pairs
       // they hold now rather than at the end, so that the buffer is whole
       // as soon as it can be (the header may already say finished).
-      flush();
+      flush(false);
       w_.emit_pair_tags(t, k1, p1, k2, p2);
       return;
     }
@@ -816,7 +812,15 @@ class Batch {
     r2_ = mine ? r2 : r2_;
     c_ = mine ? c : c_;
     w_.pos_ = min(c + 16u, detail::kCursorLimit);
-    if (++n_ == 32u) flush();
+    if (++n_ == 32u) flush(true);
+  }
+  // flush(whole) is flush() when the caller knows whether all 32 lanes are
+  // here.
+  __device__ __forceinline__ void flush(bool whole) {
+    if (n_ != 0u) {
+      if (lane_ < n_) store();
+      if (whole) n_ = 0u;
+    }
   }
   // store writes this lane's pending pair where Warp::emit_pair would have
   // (stop mode: a wrap build has none pending).
