@@ -68,9 +68,28 @@
 #define IKET__TABLE_ENTRY(kind, ident) #kind " " #ident "\n"
 
 #if defined(IKET_ENABLE) && IKET_ENABLE
+// A separately compiled program (-rdc=true) links every translation unit's
+// device globals into one module: there the header's globals are inline
+// variables (one definition; C++17), so each translation unit may include
+// this header, and all of them must declare the same IKET_NAMES list (one
+// names header included everywhere). A whole-program build keeps a module
+// per translation unit, each with its own globals.
+#if defined(__CUDACC_RDC__)
+#if __cplusplus < 201703L
+#error "iket: -rdc=true builds need C++17 (-std=c++17) for the header's inline device globals"
+#endif
+#define IKET__LINKONCE inline
+#else
+#define IKET__LINKONCE
+#endif
+// A linkage block, not `extern "C" __device__ char ...[] = ...`: nvcc's host
+// pass takes the latter for a declaration and leaves the symbol that the
+// host-side registration of device globals refers to undefined.
 #define IKET__DEFINE_TABLE(LIST)                                               \
-  extern "C" __device__ char iket_name_table[] =                             \
-      "iket-names 1\n" LIST(IKET__TABLE_ENTRY);
+  extern "C" {                                                                 \
+  IKET__LINKONCE __device__ char iket_name_table[] =                           \
+      "iket-names 1\n" LIST(IKET__TABLE_ENTRY);                               \
+  }
 #else
 #define IKET__DEFINE_TABLE(LIST)
 #endif
@@ -148,15 +167,14 @@ static_assert(sizeof(WarpHeader) == 64, "iket: WarpHeader must be 64 bytes");
 
 }  // namespace iket
 
-// Both live in the module so the runtime finds them by name; a module holds
-// one translation unit that includes this header with tracing enabled. The
-// scratch area is aligned so it never straddles a 4 GiB boundary (see
+// Both live in the module so the runtime finds them by name (see
+// IKET__LINKONCE for programs of several translation units). The scratch area is aligned so it never straddles a 4 GiB boundary (see
 // Warp::emit).
 extern "C" {
-__constant__ iket::State iket_state = {
+IKET__LINKONCE __constant__ iket::State iket_state = {
     0ull, 0u, 0xffffffffu, 1u, IKET_FORMAT_VERSION,
     IKET__BUILD_WRAP | IKET__BUILD_SAFE, 0u};
-__device__ __align__(128) unsigned long long iket_scratch[9];
+IKET__LINKONCE __device__ __align__(128) unsigned long long iket_scratch[9] = {};
 }
 
 namespace iket {
