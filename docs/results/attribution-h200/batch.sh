@@ -1,17 +1,16 @@
 #!/bin/bash
-# session 6, call 2 (working tree on f295e2b plus iket::Batch, the gemm's
-# consumers batching their per-k pairs): at 4096^3 and 8192^3, eight passes
-# each of the committed kernel (src-head), the batched one (kernels/) and
-# call 1's sp1 (src-exp: pairs stored every 32nd step only, the store
-# frequency's bound); then scripts/overhead.sh and scripts/gpu.sh on the
-# working tree (TestGPUBatch).
+# The consumers' per-k pairs through iket::Batch (kernels/, 610b4a4 plus
+# the gemm on Batch) against f295e2b's kernel (probe/src-head) and pairs
+# stored every 32nd step (probe/src-exp, variants.patch: the bound a lower
+# store frequency gives), eight passes at 4096^3 and 8192^3; then
+# scripts/overhead.sh and scripts/gpu.sh on the same tree.
 export PATH=$PATH:/usr/local/cuda/bin
 T0=$SECONDS
 R=$OUT/c2; mkdir -p $R
 ARCH="-gencode=arch=compute_90a,code=sm_90a"
 B=/tmp/b; mkdir -p $B
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > $R/smi.txt 2>&1
-X6=probe/s6/src-exp; H6=probe/s6/src-head
+X6=probe/src-exp; H6=probe/src-head
 nvcc -O2 -std=c++17 $ARCH -Ikernels/include -o $B/bench kernels/bench/bench.cu -lcuda > $R/bench.build.txt 2>&1 &
 cub() { local src=$1 out=$2; shift 2; nvcc -cubin -O3 -lineinfo $ARCH -I$src/include -I$src/hopper -Xptxas -v "$@" -o $out $src/hopper/gemm.cu > $out.log 2>&1 || { echo "$out build failed"; cat $out.log; }; }
 V="head batch sp1"

@@ -1,16 +1,15 @@
 #!/bin/bash
-# session 6, call 11 (on a31a27b; information for later, nothing adopted):
-# where the exit record's 0.2-0.3 points go. GEMM_TRACE=0 builds (start and
-# exit records only) from src-exp5 = exp6f.patch: t0 (as committed), t0nx
-# (no exit record), t0smem (the exit record computed, its fields stored to
-# shared memory instead of global), t0nospin (one timer read instead of the
-# spin to a tick); five passes each.
+# Where the exit record's cost goes, on a31a27b: GEMM_TRACE=0 builds (start
+# and exit records only) from probe/src-exp5 = exit-record.patch: t0 (as
+# committed), t0nx (no exit record), t0smem (the exit record computed, its
+# fields stored to shared memory instead of global), t0nospin (one timer
+# read instead of the spin to a tick); five passes each.
 export PATH=$PATH:/usr/local/cuda/bin
 T0=$SECONDS
 R=$OUT/c11; mkdir -p $R
 ARCH="-gencode=arch=compute_90a,code=sm_90a"
 B=/tmp/b; mkdir -p $B
-X=probe/s6/src-exp5
+X=probe/src-exp5
 nvcc -O2 -std=c++17 $ARCH -I$X/include -o $B/bench $X/bench/bench.cu -lcuda > $R/bench.build.txt 2>&1 &
 cub() { local src=$1 out=$2; shift 2; nvcc -cubin -O3 -lineinfo $ARCH -I$src/include -I$src/hopper -Xptxas -v "$@" -o $out $src/hopper/gemm.cu > $out.log 2>&1 || { echo "$out build failed"; cat $out.log; }; }
 V="t0 t0nx t0smem t0nospin"

@@ -1,19 +1,20 @@
 #!/bin/bash
-# session 6, call 1 (on f295e2b): exploration at 4096^3 (8192^3 read by
-# paired ratio): the peeled consumer loop (src-peel = peel.patch; both
-# builds change, so --control base), how much of the per-k cost the store
-# frequency carries (src-exp = exp6.patch: GEMM_EXP_SPARSE=1 stores the
-# consumers' pairs only every 32nd k step, 2 the producer's too; timing
-# only, the trace is unpaired), the per-k floor (GEMM_TRACE=24: set_role
-# and epilogue), the exit record again (GEMM_TRACE=0 with and without it,
-# every event without it); then scripts/gpu.sh on the committed code.
+# Where the gemm's tracing cost is, at 4096^3 (8192^3 read by paired
+# ratio), on f295e2b: five passes of bench time --rounds 21 of the kernel
+# as committed (base), its consumer loop with the last k step peeled
+# (peel: probe/src-peel = peel.patch, both builds, --control base),
+# pairs stored every 32nd k step only (probe/src-exp = variants.patch:
+# GEMM_EXP_SPARSE=1 for the consumers, 2 for the producer too; timing
+# only), no per-k event (nok: GEMM_TRACE=24, roles and epilogues), no
+# event (t0: GEMM_TRACE=0), the start record alone (t0nx) and every event
+# without the exit record (nx); then scripts/gpu.sh.
 export PATH=$PATH:/usr/local/cuda/bin
 T0=$SECONDS
 R=$OUT/c1; mkdir -p $R
 ARCH="-gencode=arch=compute_90a,code=sm_90a"
 B=/tmp/b; mkdir -p $B
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > $R/smi.txt 2>&1
-X6=probe/s6/src-exp; P6=probe/s6/src-peel
+X6=probe/src-exp; P6=probe/src-peel
 nvcc -O2 -std=c++17 $ARCH -I$X6/include -o $B/bench $X6/bench/bench.cu -lcuda > $R/bench.build.txt 2>&1 &
 cub() { local src=$1 out=$2; shift 2; nvcc -cubin -O3 -lineinfo $ARCH -I$src/include -I$src/hopper -Xptxas -v "$@" -o $out $src/hopper/gemm.cu > $out.log 2>&1 || { echo "$out build failed"; cat $out.log; }; }
 V="base peel nok sp1 sp2 t0 t0nx nx"
