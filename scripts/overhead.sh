@@ -55,9 +55,9 @@ step() { # step NAME TIMEOUT CMD...: runs CMD with a timeout, logs to $WORK/NAME
   return $rc
 }
 
-# The git commit can be stale where the tree is a copy with old git data
-# (the device tool's copies were, in the sixth session); the hash of the
-# kernel sources says what was built. IKET_COMMIT, when set, names the commit.
+# The git commit can be stale where the tree is a copy with old git data;
+# the hash of the kernel sources says what was built. IKET_COMMIT, when set,
+# names the commit.
 kernels_hash=$(find kernels -type f \( -name '*.cu' -o -name '*.cuh' \) | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
 echo "iket overhead run: $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${IKET_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?') (git here)}, kernels/ sources sha256 $kernels_hash"
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,clocks_throttle_reasons.active --format=csv 2>&1 | tee "$WORK/nvidia-smi-before.csv"
@@ -104,8 +104,7 @@ step trace 60 "$B" trace --modules "$M" --out "$OUT"
 SIZES=4096,8192
 [ -n "$QUICK" ] && SIZES=2048
 step cublas 120 python3 kernels/bench/torch_ref.py time --sizes $SIZES --out "$WORK/cublas.txt"
-# 21 rounds, as the fourth to sixth sessions' exploratory passes used
-# (docs/OVERHEAD.md): the ratios read are medians, and more rounds steady them.
+# 21 rounds: the ratios read are medians, and more rounds steady them.
 step time 240 "$B" time --rounds 21 --modules "$M" --out "$WORK" --work "$WORK" --cublas "$WORK/cublas.txt" $QUICK
 CS=4096
 [ -n "$QUICK" ] && CS=2048

@@ -28,7 +28,7 @@
 //     stays free. GEMM_EPI_TMA=0 stores bf16 pairs straight from the
 //     accumulators instead.
 //
-// Not done (see docs/OVERHEAD.md): thread-block clusters with TMA multicast,
+// Not done: thread-block clusters with TMA multicast,
 // ping-pong consumers (one warpgroup's epilogue under the other's MMAs).
 // Shapes must be multiples of the tile: M % 128 == 0, N % 256 == 0,
 // K % 64 == 0 (the host checks).
@@ -149,10 +149,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
 
   // The warp index through a shuffle, so the compiler knows every lane has
   // the same one and the role branches below are warp-uniform to it. With
-  // threadIdx.x / 32 alone, the traced build (whose exit record joins the
-  // branches again) got convergence regions and divergence checks inside
-  // them from ptxas, and longer producer code (docs/OVERHEAD.md, fifth
-  // session).
+  // threadIdx.x / 32 alone, ptxas puts convergence regions and divergence
+  // checks inside them in the traced build (whose exit record joins the
+  // branches again) and lengthens the producer's code.
   const int warp = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 32), 0);
   const int lane = threadIdx.x % 32;
   const int wg = warp / 4;
@@ -238,8 +237,8 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
     const int cw = wg - 1;  // which 64-row half of the tile
     const int wi = warp % 4;
     // The per-k pairs wait in registers and are stored 32 at a time
-    // (iket.cuh, Batch); a store per pair cost about half a point at 4096^3
-    // (docs/OVERHEAD.md, sixth session).
+    // (iket.cuh, Batch): a store in every k step costs more than the
+    // records' instructions (docs/OVERHEAD.md, "Where the cost goes").
     iket::Batch batch(tr);
     uint32_t it = 0;
 #pragma unroll 1

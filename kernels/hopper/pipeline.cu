@@ -56,9 +56,8 @@ extern "C" __global__ void __launch_bounds__(PIPE_THREADS, 1)
 
   // The warp index through a shuffle, so the compiler knows every lane has
   // the same one and the role branches below are warp-uniform to it. With
-  // threadIdx.x / 32 alone, ptxas (CUDA 13.0) put divergence checks and
-  // convergence regions inside them, in both builds: 392 and 592 SASS
-  // instructions against 312 and 504 now (docs/OVERHEAD.md, fifth session).
+  // threadIdx.x / 32 alone, ptxas (CUDA 13.0) puts divergence checks and
+  // convergence regions inside them, in both builds.
   const int warp = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 32), 0);
   const int lane = threadIdx.x % 32;
   if (threadIdx.x == 0) {
