@@ -1,22 +1,30 @@
 package trace
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 )
 
 // Magic opens every capture file.
 const Magic = "IKETCAP\x00"
 
+// FileVersion is the capture file layout this iket writes: version 3 adds
+// a CRC-32C checksum table and carries the records' format (section 4 of
+// docs/FORMAT.md) in a field of its own. Versions 1 and 2, whose version is
+// the records' format, are read too, as unchecked captures.
+const FileVersion = 3
+
 const fileHeaderSize = 24
 
 // maxMetaSize bounds the JSON metadata a reader accepts.
-const maxMetaSize = 64 << 20
+const maxMetaSize = 16 << 20
 
 // ErrNotCapture is returned (wrapped) for a file that is not an iket capture.
 var ErrNotCapture = errors.New("not an iket capture")
@@ -43,14 +51,16 @@ func (e *FormatError) Error() string {
 // reader on demand; a Capture is safe for concurrent use when that reader is
 // (an *os.File is).
 type Capture struct {
-	Meta Meta
-	r    io.ReaderAt
-	size int64
-	path string
-	c    io.Closer
+	Meta        Meta
+	r           io.ReaderAt
+	size        int64
+	path        string
+	c           io.Closer
+	fileVersion int
 }
 
-// Open opens and checks the capture at path. Close it when done.
+// Open opens and checks the capture at path, a regular file, verifying its
+// checksums (see [Capture.Checked]). Close it when done.
 func Open(path string) (*Capture, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -61,6 +71,10 @@ func Open(path string) (*Capture, error) {
 		f.Close()
 		return nil, fmt.Errorf("open capture: %w", err)
 	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%w: %w", &FormatError{Path: path, Offset: -1, Msg: fmt.Sprintf("not a regular file (%s)", st.Mode().Type())}, ErrNotCapture)
+	}
 	c, err := read(f, st.Size(), path)
 	if err != nil {
 		f.Close()
@@ -70,8 +84,14 @@ func Open(path string) (*Capture, error) {
 	return c, nil
 }
 
-// Read checks the capture held by r, size bytes long.
+// Read checks the capture held by r, size bytes long, verifying its
+// checksums. It reads the whole capture once.
 func Read(r io.ReaderAt, size int64) (*Capture, error) { return read(r, size, "") }
+
+// ReadNamed is [Read] with a name for errors, as [Open] names its path.
+func ReadNamed(r io.ReaderAt, size int64, name string) (*Capture, error) {
+	return read(r, size, name)
+}
 
 func read(r io.ReaderAt, size int64, path string) (*Capture, error) {
 	bad := func(off int64, format string, a ...any) error {
@@ -89,8 +109,17 @@ func read(r io.ReaderAt, size int64, path string) (*Capture, error) {
 	}
 	le := binary.LittleEndian
 	fileVersion := le.Uint32(h[8:])
-	if fileVersion < MinFormatVersion || fileVersion > FormatVersion {
-		return nil, bad(8, "format version %d, this iket reads versions %d to %d", fileVersion, MinFormatVersion, FormatVersion)
+	if fileVersion < MinFormatVersion || fileVersion > FileVersion {
+		return nil, bad(8, "format version %d, this iket reads versions %d to %d", fileVersion, MinFormatVersion, FileVersion)
+	}
+	records := fileVersion
+	if fileVersion >= 3 {
+		records = le.Uint32(h[12:])
+		if records < MinFormatVersion || records > FormatVersion {
+			return nil, bad(12, "record format %d, this iket reads formats %d to %d", records, MinFormatVersion, FormatVersion)
+		}
+	} else if v := le.Uint32(h[12:]); v != 0 {
+		return nil, bad(12, "reserved field %#x, want 0", v)
 	}
 	mlen := le.Uint64(h[16:])
 	if mlen == 0 {
@@ -99,23 +128,32 @@ func read(r io.ReaderAt, size int64, path string) (*Capture, error) {
 	if mlen > maxMetaSize || int64(mlen) > size-fileHeaderSize {
 		return nil, bad(16, "metadata length %d exceeds the file (%d bytes) or the %d-byte limit", mlen, size, maxMetaSize)
 	}
-	mb := make([]byte, mlen)
+	dataStart := align8(fileHeaderSize + int64(mlen))
+	if dataStart > size {
+		return nil, bad(16, "metadata length %d and its padding run past the end of the file (%d bytes)", mlen, size)
+	}
+	mb := make([]byte, dataStart-fileHeaderSize)
 	if err := readAt(r, mb, fileHeaderSize); err != nil {
 		return nil, fmt.Errorf("read capture metadata: %w", err)
 	}
-	c := &Capture{r: r, size: size, path: path}
-	dec := json.NewDecoder(bytes.NewReader(mb))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c.Meta); err != nil {
+	for i, b := range mb[mlen:] {
+		if b != 0 {
+			return nil, bad(fileHeaderSize+int64(mlen)+int64(i), "metadata padding byte %#x, want 0", b)
+		}
+	}
+	c := &Capture{r: r, size: size, path: path, fileVersion: int(fileVersion)}
+	if err := decodeMeta(mb[:mlen], &c.Meta); err != nil {
 		return nil, bad(fileHeaderSize, "metadata: %v", err)
 	}
-	if c.Meta.Version != int(fileVersion) {
+	if c.Meta.Version != int(records) {
+		if fileVersion >= 3 {
+			return nil, bad(fileHeaderSize, "metadata version %d, but the file header says record format %d", c.Meta.Version, records)
+		}
 		return nil, bad(fileHeaderSize, "metadata version %d, but the file header says %d", c.Meta.Version, fileVersion)
 	}
 	if len(c.Meta.Launches) == 0 {
 		return nil, bad(fileHeaderSize, "metadata lists no launch")
 	}
-	dataStart := align8(fileHeaderSize + int64(mlen))
 	for i := range c.Meta.Launches {
 		l := &c.Meta.Launches[i]
 		if err := l.validate(i); err != nil {
@@ -126,8 +164,59 @@ func read(r io.ReaderAt, size int64, path string) (*Capture, error) {
 				i, l.Kernel, l.Warps, l.Stride(), l.Offset, size)
 		}
 	}
+	if err := checkLayout(c.Meta.Launches, dataStart, fileVersion >= 3); err != nil {
+		return nil, &FormatError{Path: path, Offset: err.off, Msg: err.msg}
+	}
+	if fileVersion >= 3 {
+		if err := verifyChecksums(r, size, path, h[:], mb, c.Meta.Launches); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
+
+// layoutError is a bad launch layout, at an offset.
+type layoutError struct {
+	off int64
+	msg string
+}
+
+// checkLayout rejects launches whose buffers overlap (two launches would
+// read the same bytes as different warps). Version 3 lays the launches out
+// in order, back to back from the end of the metadata, and nothing else.
+func checkLayout(ls []LaunchMeta, dataStart int64, contiguous bool) *layoutError {
+	if contiguous {
+		off := dataStart
+		for i := range ls {
+			if ls[i].Offset != off {
+				return &layoutError{ls[i].Offset, fmt.Sprintf("launch %d (%s) at offset %d, want %d (a version 3 capture holds its launches' buffers in order, back to back)", i, ls[i].Kernel, ls[i].Offset, off)}
+			}
+			off += ls[i].Size()
+		}
+		return nil
+	}
+	idx := make([]int, len(ls))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(ls[a].Offset, ls[b].Offset) })
+	for k := 1; k < len(idx); k++ {
+		a, b := &ls[idx[k-1]], &ls[idx[k]]
+		if b.Offset < a.Offset+a.Size() && b.Size() > 0 && a.Size() > 0 {
+			return &layoutError{b.Offset, fmt.Sprintf("launch %d (%s) at offset %d overlaps launch %d (%s), which runs to offset %d",
+				idx[k], b.Kernel, b.Offset, idx[k-1], a.Kernel, a.Offset+a.Size())}
+		}
+	}
+	return nil
+}
+
+// FileVersion returns the capture's file layout version (1 to [FileVersion]).
+func (c *Capture) FileVersion() int { return c.fileVersion }
+
+// Checked reports whether the capture carries checksums, all of which
+// matched when it was opened (file version 3 on). Older captures are
+// unchecked: corruption of their buffers shows only as malformed records.
+func (c *Capture) Checked() bool { return c.fileVersion >= 3 }
 
 // Path returns the file the capture was opened from, or "".
 func (c *Capture) Path() string { return c.path }
@@ -197,10 +286,11 @@ func readAt(r io.ReaderAt, b []byte, off int64) error {
 	return err
 }
 
-// WriteCapture writes a capture: meta (whose launches' Offset fields it
-// fills in) followed by each launch's buffers, read from bufs[i], which must
-// hold exactly Size() bytes. Meta.Version is the buffers' record format
-// version; 0 means [FormatVersion], and is set so.
+// WriteCapture writes a capture of file version [FileVersion]: meta (whose
+// launches' Offset fields it fills in) followed by each launch's buffers,
+// read from bufs[i], which must hold exactly Size() bytes, and the checksum
+// table. Meta.Version is the buffers' record format version; 0 means
+// [FormatVersion], and is set so. It is the only writer of captures.
 func WriteCapture(w io.Writer, meta *Meta, bufs []io.Reader) error {
 	if len(bufs) != len(meta.Launches) {
 		return fmt.Errorf("write capture: %d buffers for %d launches", len(bufs), len(meta.Launches))
@@ -210,6 +300,13 @@ func WriteCapture(w io.Writer, meta *Meta, bufs []io.Reader) error {
 	}
 	if meta.Version < MinFormatVersion || meta.Version > FormatVersion {
 		return fmt.Errorf("write capture: format version %d, this iket writes versions %d to %d", meta.Version, MinFormatVersion, FormatVersion)
+	}
+	for i := range meta.Launches {
+		l := meta.Launches[i]
+		l.Offset = 0 // set below
+		if err := l.validate(i); err != nil {
+			return fmt.Errorf("write capture: %w", err)
+		}
 	}
 	// Offsets depend on the metadata length, which depends on the offsets'
 	// digits: iterate until stable (twice at most in practice).
@@ -236,30 +333,42 @@ func WriteCapture(w io.Writer, meta *Meta, bufs []io.Reader) error {
 			return errors.New("write capture: metadata offsets did not settle")
 		}
 	}
+	if len(mb) > maxMetaSize {
+		return fmt.Errorf("write capture: metadata of %d bytes exceeds the %d-byte limit", len(mb), maxMetaSize)
+	}
+	var warps uint64
+	for i := range meta.Launches {
+		warps += meta.Launches[i].Warps
+	}
+	sums := make([]uint32, 0, 2+warps)
 	var h [fileHeaderSize]byte
 	copy(h[:], Magic)
-	binary.LittleEndian.PutUint32(h[8:], uint32(meta.Version))
+	binary.LittleEndian.PutUint32(h[8:], FileVersion)
+	binary.LittleEndian.PutUint32(h[12:], uint32(meta.Version))
 	binary.LittleEndian.PutUint64(h[16:], uint64(len(mb)))
+	sums = append(sums, crc32.Checksum(h[:], castagnoli))
 	if _, err := w.Write(h[:]); err != nil {
 		return fmt.Errorf("write capture: %w", err)
 	}
+	mb = append(mb, make([]byte, align8(int64(len(mb)))-int64(len(mb)))...)
+	sums = append(sums, crc32.Checksum(mb, castagnoli))
 	if _, err := w.Write(mb); err != nil {
 		return fmt.Errorf("write capture: %w", err)
 	}
-	if pad := align8(int64(len(mb))) - int64(len(mb)); pad > 0 {
-		if _, err := w.Write(make([]byte, pad)); err != nil {
-			return fmt.Errorf("write capture: %w", err)
-		}
-	}
+	buf := make([]byte, 1<<20)
 	for i, b := range bufs {
-		want := meta.Launches[i].Size()
-		n, err := io.Copy(w, io.LimitReader(b, want))
-		if err != nil {
+		l := &meta.Launches[i]
+		var err error
+		if sums, err = copyWarps(w, b, l.Warps, l.Stride(), buf, sums); err != nil {
 			return fmt.Errorf("write capture: launch %d buffers: %w", i, err)
 		}
-		if n != want {
-			return fmt.Errorf("write capture: launch %d buffers: got %d bytes, want %d", i, n, want)
+		var one [1]byte
+		if n, _ := b.Read(one[:]); n > 0 {
+			return fmt.Errorf("write capture: launch %d buffers: more than the %d bytes of %d warps", i, l.Size(), l.Warps)
 		}
+	}
+	if _, err := w.Write(encodeTable(sums)); err != nil {
+		return fmt.Errorf("write capture: %w", err)
 	}
 	return nil
 }

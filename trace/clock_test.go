@@ -164,13 +164,13 @@ func TestCorruptCaptures(t *testing.T) {
 	}{
 		{"empty", func() []byte { return nil }, "offset 0: file is 0 bytes, shorter than the 24-byte header: not an iket capture"},
 		{"bad magic", func() []byte { b := clone(good); b[0] = 'X'; return b }, `offset 0: magic "XKETCAP\x00", want "IKETCAP\x00": not an iket capture`},
-		{"version", func() []byte { b := clone(good); b[8] = 9; return b }, "offset 8: format version 9, this iket reads versions 1 to 2"},
-		{"version 0", func() []byte { b := clone(good); b[8] = 0; return b }, "offset 8: format version 0, this iket reads versions 1 to 2"},
-		{"versions disagree", func() []byte { b := clone(good); b[8] = 1; return b }, "offset 24: metadata version 2, but the file header says 1"},
+		{"version", func() []byte { b := clone(good); b[8] = 9; return b }, "offset 8: format version 9, this iket reads versions 1 to 3"},
+		{"version 0", func() []byte { b := clone(good); b[8] = 0; return b }, "offset 8: format version 0, this iket reads versions 1 to 3"},
+		{"versions disagree", func() []byte { b := clone(good); b[12] = 1; return b }, "offset 24: metadata version 2, but the file header says record format 1"},
 		{"meta length", func() []byte { b := clone(good); b[16] = 0xff; b[17] = 0xff; b[18] = 0xff; return b }, "offset 16: metadata length"},
 		{"bad json", func() []byte { b := clone(good); b[24] = '['; return b }, "offset 24: metadata: invalid character"},
 		{"truncated json", func() []byte { b := clone(good); b[metaEnd-1] = ' '; return b }, "offset 24: metadata: unexpected EOF"},
-		{"truncated buffers", func() []byte { return good[:len(good)-8] }, "launch 0 (warp_specialized): 2 warps of"},
+		{"truncated buffers", func() []byte { return good[:len(good)-8] }, "but its checksum table ends at offset"},
 		{"bad offset", func() []byte {
 			// Same digit count keeps the metadata length: the largest
 			// multiple of 8 with as many digits runs past the end.
@@ -180,7 +180,7 @@ func TestCorruptCaptures(t *testing.T) {
 		}, "run past the end of the file"},
 		{"unaligned offset", func() []byte {
 			return []byte(strings.Replace(string(good), `"offset":`+itoa(off), `"offset":`+itoa(off+3), 1))
-		}, "offset " + itoa(off+3) + " is not a non-negative multiple of 8"},
+		}, "offset: " + itoa(off+3) + " is not a non-negative multiple of 8"},
 	}
 	dir := t.TempDir()
 	for _, tt := range tests {

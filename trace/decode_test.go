@@ -383,7 +383,7 @@ func TestWarpErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := append([]byte(nil), data...)
 			tt.patch(b)
-			c, err := emu.Read(b)
+			c, err := emu.ReadResealed(b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -520,7 +520,7 @@ func TestClockOutsideAnchors(t *testing.T) {
 			off := m.Offset + trace.WarpHeaderSize + int64(tt.rec)*trace.RecordSize
 			v := tt.clock(h)
 			data[off], data[off+1], data[off+2], data[off+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
-			if c, err = emu.Read(data); err != nil {
+			if c, err = emu.ReadResealed(data); err != nil {
 				t.Fatal(err)
 			}
 			ws, _ := decodeAll(t, c, 0, trace.Options{})

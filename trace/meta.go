@@ -1,6 +1,9 @@
 package trace
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -141,34 +144,222 @@ func (l *LaunchMeta) NameText(id uint16) string {
 	return fmt.Sprintf("#%d", id)
 }
 
-// validate checks the launch's fields that decoding relies on.
+// Limits on what a capture's metadata may hold.
+const (
+	// MaxNameLen bounds the bytes of a name in a name table.
+	MaxNameLen = 256
+	// maxKernelLen bounds a launch's kernel name (C++ names mangle long).
+	maxKernelLen = 4096
+	// maxLaunches bounds the launches of one capture.
+	maxLaunches = 1 << 16
+)
+
+// LaunchError is one problem with a launch's metadata, naming the field.
+type LaunchError struct {
+	Launch int
+	Kernel string
+	Field  string // the JSON key, e.g. "warps" or "names[3]"
+	Msg    string
+}
+
+func (e *LaunchError) Error() string {
+	return fmt.Sprintf("launch %d (%s): %s: %s", e.Launch, e.Kernel, e.Field, e.Msg)
+}
+
+// validate checks the launch's fields that decoding relies on, against
+// each other; it returns every problem, joined.
 func (l *LaunchMeta) validate(i int) error {
-	where := fmt.Sprintf("launch %d (%s)", i, l.Kernel)
+	kernel := l.Kernel
+	if len(kernel) > 64 {
+		kernel = kernel[:64] + "..."
+	}
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, &LaunchError{Launch: i, Kernel: kernel, Field: field, Msg: fmt.Sprintf(format, a...)})
+	}
+	if len(l.Kernel) > maxKernelLen {
+		bad("kernel", "%d bytes, at most %d", len(l.Kernel), maxKernelLen)
+	}
+	capOK := true
 	switch {
 	case l.Capacity == 0 || l.Capacity > MaxCapacity:
-		return fmt.Errorf("%s: capacity %d out of range 1..%d", where, l.Capacity, MaxCapacity)
-	case l.Mode != ModeStop && l.Mode != ModeWrap:
-		return fmt.Errorf("%s: mode %q, want %q or %q", where, l.Mode, ModeStop, ModeWrap)
+		bad("capacity", "%d out of range 1..%d", l.Capacity, MaxCapacity)
+		capOK = false
 	case l.Mode == ModeWrap && l.Capacity&(l.Capacity-1) != 0:
-		return fmt.Errorf("%s: wrap mode needs a power-of-two capacity, have %d", where, l.Capacity)
-	case l.WarpsPerCTA == 0 || l.WarpsPerCTA > 32:
-		return fmt.Errorf("%s: warps_per_cta %d out of range 1..32", where, l.WarpsPerCTA)
+		bad("capacity", "wrap mode needs a power of two, have %d", l.Capacity)
+	}
+	if l.Mode != ModeStop && l.Mode != ModeWrap {
+		bad("mode", "%q, want %q or %q", l.Mode, ModeStop, ModeWrap)
+	}
+	wpcOK := l.WarpsPerCTA != 0 && l.WarpsPerCTA <= 32
+	if !wpcOK {
+		bad("warps_per_cta", "%d out of range 1..32", l.WarpsPerCTA)
+	}
+	zeros := func(d [3]uint32) int {
+		n := 0
+		for _, v := range d {
+			if v == 0 {
+				n++
+			}
+		}
+		return n
+	}
+	if zeros(l.Block) == 0 {
+		threads := uint64(l.Block[0]) * uint64(l.Block[1]) * uint64(l.Block[2])
+		if want := (threads + 31) / 32; wpcOK && want != uint64(l.WarpsPerCTA) {
+			bad("warps_per_cta", "%d, but block %v has %d threads: %d warps", l.WarpsPerCTA, l.Block, threads, want)
+		}
+	}
+	switch {
 	case l.Warps > 1<<40:
-		return fmt.Errorf("%s: %d warps is implausible", where, l.Warps)
-	case l.Warps > uint64(math.MaxInt64/l.Stride()):
-		return fmt.Errorf("%s: %d warps of %d bytes overflow a file offset", where, l.Warps, l.Stride())
-	case l.Offset < 0 || l.Offset%8 != 0:
-		return fmt.Errorf("%s: offset %d is not a non-negative multiple of 8", where, l.Offset)
+		bad("warps", "%d is implausible", l.Warps)
+	case capOK && l.Warps > uint64(math.MaxInt64/l.Stride()):
+		bad("warps", "%d warps of %d bytes overflow a file offset", l.Warps, l.Stride())
+	case wpcOK && zeros(l.Grid) == 0:
+		ctas := uint64(l.Grid[0]) * uint64(l.Grid[1]) * uint64(l.Grid[2])
+		if ctas > 1<<40 || l.Warps < ctas*uint64(l.WarpsPerCTA) {
+			bad("warps", "%d slots, but grid %v of %d CTAs x %d warps per CTA needs %d", l.Warps, l.Grid, ctas, l.WarpsPerCTA, ctas*uint64(l.WarpsPerCTA))
+		}
+	}
+	if l.Offset < 0 || l.Offset%8 != 0 {
+		bad("offset", "%d is not a non-negative multiple of 8", l.Offset)
+	}
+	if len(l.Names) > MaxNames {
+		bad("names", "%d names, at most %d", len(l.Names), MaxNames)
 	}
 	for j, n := range l.Names {
+		if j == MaxNames || len(errs) > 20 {
+			break
+		}
+		field := fmt.Sprintf("names[%d]", j)
 		if int(n.ID) != j+1 {
-			return fmt.Errorf("%s: name %d (%q) has id %d, want %d", where, j, n.Text, n.ID, j+1)
+			bad(field, "%q has id %d, want %d", truncName(n.Text), n.ID, j+1)
 		}
 		if n.Kind != NameRange && n.Kind != NameMark && n.Kind != NameRole {
-			return fmt.Errorf("%s: name %q has kind %q", where, n.Text, n.Kind)
+			bad(field, "%q has kind %q, want RANGE, MARK or ROLE", truncName(n.Text), truncName(string(n.Kind)))
+		}
+		if n.Text == "" || len(n.Text) > MaxNameLen {
+			bad(field, "name of %d bytes, want 1 to %d", len(n.Text), MaxNameLen)
 		}
 	}
+	if l.Latency != nil {
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"latency.ratio", l.Latency.Ratio}, {"latency.paired_ratio", l.Latency.PairedRatio}, {"latency.control_ratio", l.Latency.ControlRatio}, {"latency.control_paired_ratio", l.Latency.ControlPairedRatio}} {
+			if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+				bad(f.name, "%v, want a finite non-negative number", f.v)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// truncName shortens a name for an error message.
+func truncName(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// decodeMeta parses a capture's JSON metadata strictly: besides fields
+// that are unknown, it rejects duplicate keys (encoding/json keeps the last
+// silently), keys that are not lower case (encoding/json matches
+// "WARPS" to "warps"; every iket key is lower case) and anything after
+// the JSON value.
+func decodeMeta(b []byte, m *Meta) error {
+	if err := checkKeys(b); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(m); err != nil {
+		return err
+	}
+	if rest := bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return fmt.Errorf("%d bytes after the JSON value, at offset %d of the metadata", len(rest), len(b)-len(rest))
+	}
+	if len(m.Launches) > maxLaunches {
+		return fmt.Errorf("%d launches, at most %d", len(m.Launches), maxLaunches)
+	}
 	return nil
+}
+
+// checkKeys walks the JSON in b and reports the first object key that is
+// duplicated or not lower case, with its path. Syntax errors are left to
+// the decoder, which names their offset.
+func checkKeys(b []byte) error {
+	type frame struct {
+		obj       bool
+		keys      map[string]bool
+		path, key string
+		idx       int
+		expectKey bool
+	}
+	var stack []*frame
+	join := func(p, k string) string {
+		if p == "" {
+			return k
+		}
+		return p + "." + k
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		var top *frame
+		if n := len(stack); n > 0 {
+			top = stack[n-1]
+		}
+		d, isDelim := tok.(json.Delim)
+		switch {
+		case top != nil && top.obj && top.expectKey && isDelim && d == '}',
+			top != nil && !top.obj && isDelim && d == ']':
+			stack = stack[:len(stack)-1]
+		case top != nil && top.obj && top.expectKey:
+			k, _ := tok.(string)
+			where := top.path
+			if where == "" {
+				where = "top level"
+			}
+			if top.keys[k] {
+				return fmt.Errorf("%s: duplicate key %q", where, truncName(k))
+			}
+			for _, r := range k {
+				if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+					return fmt.Errorf("%s: key %q: iket's keys are lower case (a-z, 0-9, _), and a key matching another's case-insensitively would merge with it", where, truncName(k))
+				}
+			}
+			top.keys[k], top.key, top.expectKey = true, k, false
+			continue
+		default: // a value
+			path := ""
+			switch {
+			case top == nil:
+			case top.obj:
+				path = join(top.path, top.key)
+			default:
+				path = fmt.Sprintf("%s[%d]", top.path, top.idx)
+			}
+			if isDelim && (d == '{' || d == '[') {
+				stack = append(stack, &frame{obj: d == '{', keys: map[string]bool{}, path: path, expectKey: d == '{'})
+				continue
+			}
+		}
+		// A value ended: the enclosing container moves on.
+		if len(stack) == 0 {
+			return nil
+		}
+		if top := stack[len(stack)-1]; top.obj {
+			top.expectKey = true
+		} else {
+			top.idx++
+		}
+	}
 }
 
 // ParseNameTable parses the module's iket_name_table string (docs/FORMAT.md
@@ -192,6 +383,9 @@ func ParseNameTable(s string) ([]Name, error) {
 		k := NameKind(kind)
 		if k != NameRange && k != NameMark && k != NameRole {
 			return nil, fmt.Errorf("parse name table: line %d: kind %q, want RANGE, MARK or ROLE", i+2, kind)
+		}
+		if len(text) > MaxNameLen {
+			return nil, fmt.Errorf("parse name table: line %d: name of %d bytes, at most %d", i+2, len(text), MaxNameLen)
 		}
 		if len(names) == MaxNames {
 			return nil, fmt.Errorf("parse name table: more than %d names", MaxNames)

@@ -1,0 +1,117 @@
+package trace_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/iket-trace/iket/internal/bundled"
+	"github.com/iket-trace/iket/internal/emu"
+	"github.com/iket-trace/iket/trace"
+)
+
+func TestChecksums(t *testing.T) {
+	l, err := emu.ProducerConsumer(emu.PCConfig{CTAs: 2, Stages: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := l.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := emu.Read(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Checked() || c.FileVersion() != trace.FileVersion {
+		t.Fatalf("new capture: Checked %v, FileVersion %d", c.Checked(), c.FileVersion())
+	}
+	m := c.Launch(0).Meta
+	tests := []struct {
+		name string
+		off  int64
+		want string
+	}{
+		{"warp 1", m.Offset + m.Stride() + 70, "launch 0 warp 1 ("},
+		{"last warp", m.Offset + m.Size() - 1, "launch 0 warp 3 ("},
+		{"table", int64(len(good) - 10), "checksum table ("},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := append([]byte(nil), good...)
+			b[tt.off] ^= 0x40
+			_, err := emu.Read(b)
+			if !errors.Is(err, trace.ErrChecksum) {
+				t.Fatalf("Read: %v, want a checksum error", err)
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Read: %v, want %q", err, tt.want)
+			}
+		})
+	}
+	t.Run("junk after", func(t *testing.T) {
+		_, err := emu.Read(append(append([]byte(nil), good...), 0))
+		if err == nil || !strings.Contains(err.Error(), "junk or truncation") {
+			t.Fatalf("Read: %v", err)
+		}
+	})
+}
+
+func TestBundledUnchecked(t *testing.T) {
+	for _, name := range []string{bundled.WarpRolesName, bundled.GEMMName, bundled.PipelineName} {
+		b, err := bundled.Capture(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := emu.Read(b)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if c.Checked() {
+			t.Errorf("%s: Checked, want an unchecked older capture (file version %d)", name, c.FileVersion())
+		}
+	}
+}
+
+func TestStrictMetadata(t *testing.T) {
+	l, err := emu.ProducerConsumer(emu.PCConfig{CTAs: 1, Stages: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := l.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := emu.Read(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Launch(0).Meta
+	meta := string(good[24 : 24+le64(good[16:])])
+	tests := []struct {
+		name, old, new, want string
+	}{
+		{"duplicate key", `"warps":2,`, `"warps":2,"warps":2,`, `launches[0]: duplicate key "warps"`},
+		{"case variant", `"warps":2,`, `"WARPS":2,"warps":2,`, `launches[0]: key "WARPS": iket's keys are lower case`},
+		{"unknown key", `"warps":2,`, `"warps":2,"extra":1,`, `unknown field "extra"`},
+		{"too few warps", `"warps":2,`, `"warps":1,`, `warps: 1 slots, but grid [1 1 1] of 1 CTAs x 2 warps per CTA needs 2`},
+		{"warps per cta", `"warps_per_cta":2,`, `"warps_per_cta":3,`, `warps_per_cta: 3, but block [64 1 1] has 64 threads: 2 warps`},
+		{"long name", `"name":"producer"`, `"name":"` + strings.Repeat("p", 300) + `"`, `names[0]: name of 300 bytes, want 1 to 256`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !strings.Contains(meta, tt.old) {
+				t.Fatalf("metadata lacks %q", tt.old)
+			}
+			bad := strings.Replace(meta, tt.old, tt.new, 1)
+			// Keep the buffers where the metadata says they are.
+			bad = strings.Replace(bad, fmt.Sprintf(`"offset":%d`, m.Offset), fmt.Sprintf(`"offset":%d`, (24+len(bad)+7)&^7), 1)
+			b := emu.RawCapture(2, []byte(bad), good[m.Offset:m.Offset+m.Size()], m.Warps, m.Stride())
+			_, err = emu.Read(b)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Read: %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
