@@ -42,7 +42,7 @@
 // overwritten); lanes that never recorded do not count, so "always lane 0"
 // is fine, but lanes that recorded together and then apart should call
 // tr.sync_lanes() before they leave. Build with -DIKET_SAFE_LANES=1
-// to make every event catch the active lanes up (about twice the latency).
+// to make every event catch the active lanes up (more instructions each).
 // In either build, lanes of one warp must not record in two divergent
 // branches at once (`if (lane == 0) tr.mark(a); else tr.mark(b);`): both
 // groups would take the same slot.
@@ -239,10 +239,9 @@ __device__ __forceinline__ void record(unsigned long long addr, unsigned end,
       "r"(end), "r"(k), "r"(p));
 }
 // record_c is record with a clock read earlier (Warp::stamp). record reads
-// its clock inside its own asm statement on purpose: a record_c fed by a
-// separate clock read compiles to as many instructions but cost the event
-// throughput 10% on the H200
-// (docs/results/overhead-h200-2026-12-01/s4-review).
+// its clock inside its own asm statement on purpose: fed by a separate clock
+// read, the same record compiles to as many instructions but issues more
+// slowly.
 __device__ __forceinline__ void record_c(unsigned long long addr, unsigned end,
                                          unsigned k, unsigned p,
                                          unsigned long long clk) {
@@ -320,9 +319,8 @@ __device__ __forceinline__ void record_at(unsigned long long addr, unsigned k,
 // red_max, red_or and red_and update a header word with a reduction
 // (red.global returns nothing; atomicMax and the like on the generic pointer
 // compile to ATOM, which returns the old value) through its generic address,
-// which always points to global memory (the buffers or iket_scratch). On
-// the gemm the two measured the same within the noise; a plain store did
-// not (see ~Warp; docs/OVERHEAD.md, fifth session).
+// which always points to global memory (the buffers or iket_scratch). They
+// cost what atomics do; ~Warp stores plainly where one lane may (see there).
 #define IKET__RED(fn, op)                                                  \
   __device__ __forceinline__ void fn(unsigned* p, unsigned v) {            \
     asm volatile(                                                          \
@@ -520,10 +518,10 @@ class Warp {
       // fields before or will after, so one lane stores them plainly: the
       // count, the end anchor, and the flags' low half (started, finished,
       // bits 2 and 3), which set_role's reductions leave alone (they own the
-      // role in the high half). Atomics here cost the gemm 0.1-0.3% more
-      // at 4096^3, and reductions no less (docs/OVERHEAD.md, fifth
-      // session). The warp barrier orders a set_role by another lane (its
-      // reductions on the same word) before the leader's store.
+      // role in the high half). Plain stores because atomics or reductions
+      // at the kernel's tail cost a long kernel measurably more. The warp
+      // barrier orders a set_role by another lane (its reductions on the
+      // same word) before the leader's store.
       __syncwarp();
       if (detail::leader(m)) {
         hdr_->count = n >> 3;
@@ -741,7 +739,7 @@ class Warp {
 // at a time: each lane stores its own pair, so one flush is one 16-byte store
 // per lane (512 contiguous bytes) where 32 pairs recorded through Warp take
 // 32 stores. For hot loops where the stores themselves cost (the gemm's
-// consumer warps: docs/OVERHEAD.md, sixth session). Use it where the warp
+// consumer warps: docs/OVERHEAD.md, "Where the cost goes"). Use it where the warp
 // records pairs with all 32 lanes:
 //
 //   iket::Batch batch(tr);          // in the scope of the loop
