@@ -18,6 +18,9 @@ type Meta struct {
 	Host     string       `json:"host,omitempty"`
 	Device   *Device      `json:"device,omitempty"`
 	Launches []LaunchMeta `json:"launches"`
+	// Process is the traced application's process, for captures that
+	// `iket run -- CMD` recorded inside an application.
+	Process *Process `json:"process,omitempty"`
 }
 
 // Device records the GPU and the conditions around the run.
@@ -60,6 +63,13 @@ type LaunchMeta struct {
 	// writers fill it in.
 	Offset  int64    `json:"offset"`
 	Latency *Latency `json:"latency,omitempty"`
+	// Application launches (`iket run -- CMD`): the mangled name, which
+	// launch of the kernel in the process this was, its resources and the
+	// host clocks around it.
+	Mangled    string     `json:"mangled,omitempty"`
+	Occurrence uint64     `json:"occurrence,omitempty"`
+	Resources  *Resources `json:"resources,omitempty"`
+	HostClock  *HostClock `json:"host_clock,omitempty"`
 }
 
 // Mode is what a warp's buffer does when it is full.
@@ -123,6 +133,9 @@ type TimingSettings struct {
 	Order          string `json:"order,omitempty"` // how the builds take turns
 	Boundary       string `json:"boundary"`
 	WarmupStableAt int    `json:"warmup_stable_after,omitempty"`
+	// Serialized: each timed launch ran alone, the GPU drained before it
+	// (launches inside an application).
+	Serialized bool `json:"serialized,omitempty"`
 }
 
 // Stride returns the bytes one warp slot of this launch takes.

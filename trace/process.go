@@ -1,0 +1,36 @@
+package trace
+
+// Process describes the application process a capture was recorded in.
+type Process struct {
+	PID  int      `json:"pid"`
+	PPID int      `json:"ppid,omitempty"`
+	Exe  string   `json:"exe,omitempty"`
+	Args []string `json:"args,omitempty"`
+	Host string   `json:"host,omitempty"`
+	// Env holds the launcher's variables that name the process's place in
+	// a job (RANK, LOCAL_RANK, WORLD_SIZE, OMPI_COMM_WORLD_RANK, ...).
+	Env map[string]string `json:"env,omitempty"`
+	// Rank is the process's rank from Env, -1 when none says.
+	Rank int `json:"rank"`
+}
+
+// Resources are what a kernel takes of an SM, as the driver reports them
+// for the launched function.
+type Resources struct {
+	Registers          int    `json:"registers"`
+	StaticSharedBytes  int    `json:"static_shared_bytes"`
+	DynamicSharedBytes uint32 `json:"dynamic_shared_bytes"`
+	LocalBytes         int    `json:"local_bytes"`
+	MaxThreadsPerBlock int    `json:"max_threads_per_block"`
+	MaxActiveCTAsPerSM int    `json:"max_active_ctas_per_sm"`
+}
+
+// HostClock holds the host's clocks read right before a launch was issued
+// and right after it was seen complete, in ns: the launch's GPU interval
+// lies between them.
+type HostClock struct {
+	RealtimeBefore  int64 `json:"realtime_before"`
+	RealtimeAfter   int64 `json:"realtime_after"`
+	MonotonicBefore int64 `json:"monotonic_before"`
+	MonotonicAfter  int64 `json:"monotonic_after"`
+}
