@@ -1,12 +1,12 @@
 package iket
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
+	"github.com/iket-trace/iket/internal/outfile"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -46,28 +46,21 @@ func WriteCapture(path string, meta trace.Meta, launches ...*TraceResult) error 
 		return fmt.Errorf("write capture %s: metadata says format version %d, the launches' records are version %d", path, meta.Version, format)
 	}
 	meta.Version = format
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	// A temporary file renamed into place; a link, a device or a folder at
+	// path is refused (internal/outfile).
+	f, err := outfile.Create(path)
 	if err != nil {
 		return fmt.Errorf("write capture %s: %w", path, err)
 	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
+	defer f.Abort()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := trace.WriteCapture(bw, &meta, bufs); err != nil {
 		return fmt.Errorf("write capture %s: %w", path, err)
 	}
-	if err := f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := trace.WriteCapture(f, &meta, bufs); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
+	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write capture %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := f.Commit(); err != nil {
 		return fmt.Errorf("write capture %s: %w", path, err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -61,7 +62,12 @@ type Capture struct {
 
 // Open opens and checks the capture at path, a regular file, verifying its
 // checksums (see [Capture.Checked]). Close it when done.
-func Open(path string) (*Capture, error) {
+func Open(path string) (*Capture, error) { return OpenContext(context.Background(), path) }
+
+// OpenContext is [Open] with a context: once ctx is done, every read of
+// the capture (by Open itself or later by a [Decoder]) fails with ctx's
+// error, so a pass over a large capture stops at its next read.
+func OpenContext(ctx context.Context, path string) (*Capture, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open capture: %w", err)
@@ -75,7 +81,11 @@ func Open(path string) (*Capture, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %w", &FormatError{Path: path, Offset: -1, Msg: fmt.Sprintf("not a regular file (%s)", st.Mode().Type())}, ErrNotCapture)
 	}
-	c, err := read(f, st.Size(), path)
+	var r io.ReaderAt = f
+	if ctx.Done() != nil {
+		r = ctxReaderAt{ctx, f}
+	}
+	c, err := read(r, st.Size(), path)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -84,14 +94,22 @@ func Open(path string) (*Capture, error) {
 	return c, nil
 }
 
+// ctxReaderAt fails its reads once its context is done.
+type ctxReaderAt struct {
+	ctx context.Context
+	r   io.ReaderAt
+}
+
+func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.ReadAt(p, off)
+}
+
 // Read checks the capture held by r, size bytes long, verifying its
 // checksums. It reads the whole capture once.
 func Read(r io.ReaderAt, size int64) (*Capture, error) { return read(r, size, "") }
-
-// ReadNamed is [Read] with a name for errors, as [Open] names its path.
-func ReadNamed(r io.ReaderAt, size int64, name string) (*Capture, error) {
-	return read(r, size, name)
-}
 
 func read(r io.ReaderAt, size int64, path string) (*Capture, error) {
 	bad := func(off int64, format string, a ...any) error {

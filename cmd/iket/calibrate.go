@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,26 +39,29 @@ timeline's resolution (ns per cycle). See docs/CLOCKS.md.`,
   iket calibrate --json out/cal/trace.iket | jq .sm_spread_max_ns`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCalibrate(args[0], o, stdout)
+			return runCalibrate(cmd.Context(), args[0], o, stdout)
 		},
 	}
 	cmd.Flags().StringVar(&o.mark, "mark", "after_barrier", "the MARK every warp records at the same instant (payload = round)")
-	cmd.Flags().IntVar(&o.launch, "launch", 0, "launch index in the capture")
+	cmd.Flags().IntVar(&o.launch, "launch", -1, "launch index in the capture (needed when it has several)")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&o.rounds, "rounds", false, "print every round, not only the summary")
 	return cmd
 }
 
-func runCalibrate(path string, o calibrateOptions, stdout io.Writer) error {
-	c, err := openCapture(path)
+func runCalibrate(ctx context.Context, path string, o calibrateOptions, stdout io.Writer) error {
+	c, err := openCapture(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if o.launch < 0 || o.launch >= c.NumLaunches() {
-		return failWith(exitError, fmt.Errorf("launch %d: capture %s has %d launches", o.launch, path, c.NumLaunches()))
+	if o.launch, err = pickLaunch(c, o.launch, "calibrate"); err != nil {
+		return err
 	}
 	res, err := trace.MarkSpread(c.Launch(o.launch), o.mark, trace.Options{})
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
 	if err != nil {
 		return failWith(exitError, fmt.Errorf("calibrate %s: %w", path, err))
 	}
@@ -86,7 +90,7 @@ func runCalibrate(path string, o calibrateOptions, stdout io.Writer) error {
 }
 
 func writeCalibrateTable(w io.Writer, r *trace.SpreadResult, rounds bool) {
-	fmt.Fprintf(w, "%s: mark %s, %d rounds, %d warps on %d SMs", r.Kernel, r.Mark, len(r.Rounds), r.Warps, r.SMs)
+	fmt.Fprintf(w, "%s: mark %s, %d rounds, %d warps on %d SMs", safeName(r.Kernel), safeName(r.Mark), len(r.Rounds), r.Warps, r.SMs)
 	if r.Incomplete > 0 {
 		fmt.Fprintf(w, ", %d rounds incomplete", r.Incomplete)
 	}

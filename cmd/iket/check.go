@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/iket-trace/iket/check"
+	"github.com/iket-trace/iket/internal/outfile"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -32,7 +34,7 @@ inline (--expect, repeatable). See docs/CI.md for every rule.`,
   iket check out/trace.iket --expect strict --expect no_drops --expect 'latency_ratio <= 1.05'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCheck(args[0], o, stdout)
+			return runCheck(cmd.Context(), args[0], o, stdout)
 		},
 	}
 	f := cmd.Flags()
@@ -40,7 +42,7 @@ inline (--expect, repeatable). See docs/CI.md for every rule.`,
 	f.StringArrayVar(&o.expects, "expect", nil, "an inline rule (repeatable)")
 	f.StringVar(&o.format, "format", "table", "table or json")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
-	f.IntVar(&o.launch, "launch", 0, "launch index in the capture")
+	f.IntVar(&o.launch, "launch", -1, "launch index in the capture (needed when it has several)")
 	return cmd
 }
 
@@ -71,7 +73,7 @@ func loadRules(o checkOptions) ([]check.Rule, error) {
 	return rules, nil
 }
 
-func runCheck(path string, o checkOptions, stdout io.Writer) error {
+func runCheck(ctx context.Context, path string, o checkOptions, stdout io.Writer) error {
 	if o.format != "table" && o.format != "json" {
 		return failWith(exitError, fmt.Errorf("--format %q: want table or json", o.format))
 	}
@@ -79,12 +81,25 @@ func runCheck(path string, o checkOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := openCapture(path)
+	var junit *outfile.File
+	if o.junit != "" {
+		// Before the work, so a path that would replace an input is
+		// refused at once; nothing is written there until the end.
+		if junit, err = outfile.CreateContext(ctx, o.junit, path, o.rules); err != nil {
+			return failWith(exitError, fmt.Errorf("check: --junit: %w", err))
+		}
+		defer junit.Abort()
+	}
+	c, err := openCapture(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	a, err := analyze(c, o.launch, trace.Options{Strict: true})
+	launch, err := pickLaunch(c, o.launch, "check")
+	if err != nil {
+		return err
+	}
+	a, err := analyze(ctx, c, launch, trace.Options{Strict: true})
 	if err != nil {
 		return err
 	}
@@ -99,17 +114,15 @@ func runCheck(path string, o checkOptions, stdout io.Writer) error {
 	if err != nil {
 		return failWith(exitError, err)
 	}
-	if o.junit != "" {
-		f, err := os.Create(o.junit)
-		if err != nil {
-			return failWith(exitError, fmt.Errorf("check: %w", err))
-		}
-		werr := check.WriteJUnit(f, "iket check "+path, results)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
+	if a.NumExcluded > 0 {
+		writeExcluded(stdout, a)
+	}
+	if junit != nil {
+		werr := check.WriteJUnit(junit, "iket check "+path, results)
+		if werr == nil {
+			werr = junit.Commit()
 		}
 		if werr != nil {
-			os.Remove(o.junit)
 			return failWith(exitError, fmt.Errorf("check: write %s: %w", o.junit, werr))
 		}
 	}

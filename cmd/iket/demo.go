@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/iket-trace/iket/iket"
 	"github.com/iket-trace/iket/internal/bundled"
+	"github.com/iket-trace/iket/internal/outfile"
 )
 
 func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -42,7 +45,7 @@ on an NVIDIA H200 that ships inside iket, writing the same outputs.`,
 				}
 				fmt.Fprintf(stderr, "no GPU here (%v)\nreplaying the bundled H200 capture of warp_roles instead\n", err)
 			}
-			return replayBundled(o.out, stdout)
+			return replayBundled(cmd.Context(), o.out, stdout)
 		},
 	}
 	o.flags(cmd)
@@ -51,7 +54,9 @@ on an NVIDIA H200 that ships inside iket, writing the same outputs.`,
 }
 
 // replayBundled writes the bundled capture to out and the outputs from it.
-func replayBundled(out string, stdout io.Writer) error {
+// It refuses to replace a trace.iket in out that is another capture (say,
+// one iket run wrote); one from an earlier replay is the same bytes.
+func replayBundled(ctx context.Context, out string, stdout io.Writer) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return failWith(exitError, fmt.Errorf("demo: %w", err))
 	}
@@ -59,8 +64,18 @@ func replayBundled(out string, stdout io.Writer) error {
 	if err != nil {
 		return failWith(exitError, fmt.Errorf("demo: %w", err))
 	}
-	if err := os.WriteFile(filepath.Join(out, captureFile), data, 0o644); err != nil {
+	capPath := filepath.Join(out, captureFile)
+	if old, err := os.Lstat(capPath); err == nil {
+		same := false
+		if old.Mode().IsRegular() && old.Size() == int64(len(data)) {
+			b, err := os.ReadFile(capPath)
+			same = err == nil && bytes.Equal(b, data)
+		}
+		if !same {
+			return failWith(exitError, fmt.Errorf("demo: %s holds another capture; iket will not replace it with the bundled one (give another -o)", capPath))
+		}
+	} else if err := outfile.WriteFile(ctx, capPath, data); err != nil {
 		return failWith(exitError, fmt.Errorf("demo: %w", err))
 	}
-	return writeOutputs(out, "bundled capture (recorded on an NVIDIA H200)", stdout)
+	return writeOutputs(ctx, out, "bundled capture (recorded on an NVIDIA H200)", stdout)
 }

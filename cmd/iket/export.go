@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/iket-trace/iket/internal/outfile"
 	"github.com/iket-trace/iket/perfetto"
 	"github.com/iket-trace/iket/trace"
 )
@@ -19,6 +21,7 @@ type exportOptions struct {
 	format   string
 	compress bool
 	noFlows  bool
+	launch   int
 }
 
 func newExportCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -36,7 +39,7 @@ needs no network. No GPU is needed.`,
   iket export out/trace.iket -o report.html`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runExport(args[0], o, stdout)
+			return runExport(cmd.Context(), args[0], o, stdout)
 		},
 	}
 	f := cmd.Flags()
@@ -44,6 +47,7 @@ needs no network. No GPU is needed.`,
 	f.StringVar(&o.format, "format", "", "pftrace, json or html (default: from the output's extension, else pftrace)")
 	f.BoolVar(&o.compress, "compress", false, "deflate packets (compressed_packets) for large traces")
 	f.BoolVar(&o.noFlows, "no-flows", false, "omit producer-to-consumer flow arrows")
+	f.IntVar(&o.launch, "launch", -1, "html: the launch to report (needed when the capture has several; pftrace and json hold every launch)")
 	return cmd
 }
 
@@ -66,7 +70,7 @@ func exportFormat(o exportOptions) (string, error) {
 	return "", failWith(exitError, fmt.Errorf("--format %q: want pftrace, json or html", o.format))
 }
 
-func runExport(path string, o exportOptions, stdout io.Writer) error {
+func runExport(ctx context.Context, path string, o exportOptions, stdout io.Writer) error {
 	format, err := exportFormat(o)
 	if err != nil {
 		return err
@@ -77,39 +81,41 @@ func runExport(path string, o exportOptions, stdout io.Writer) error {
 	if same, _ := sameFile(path, o.output); same {
 		return failWith(exitError, fmt.Errorf("export: output %s is the capture itself; give another -o", o.output))
 	}
-	c, err := openCapture(path)
+	c, err := openCapture(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	if format == "html" {
-		if err := writeReport(c, 0, o.output); err != nil {
+		i, err := pickLaunch(c, o.launch, "export --format html")
+		if err != nil {
+			return err
+		}
+		if err := writeReport(ctx, c, i, o.output); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", o.output)
 		return nil
 	}
-	if err := writeExport(c, o.output, format, perfetto.Options{Compress: o.compress, Flows: !o.noFlows, Counters: true}); err != nil {
+	if o.launch >= 0 {
+		return failWith(exitError, fmt.Errorf("export: --launch is for --format html; a %s export holds every launch", format))
+	}
+	if err := writeExport(ctx, c, o.output, format, perfetto.Options{Compress: o.compress, Flows: !o.noFlows, Counters: true}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", o.output)
 	return nil
 }
 
-// writeExport writes c to path in format, removing a partial file on error.
-func writeExport(c *trace.Capture, path, format string, opt perfetto.Options) (err error) {
-	f, err := os.Create(path)
+// writeExport writes c to path in format through a temporary file renamed
+// into place (internal/outfile), so an error or a signal leaves path as it
+// was; it refuses to write over the capture itself.
+func writeExport(ctx context.Context, c *trace.Capture, path, format string, opt perfetto.Options) error {
+	f, err := outfile.CreateContext(ctx, path, c.Path())
 	if err != nil {
 		return failWith(exitError, fmt.Errorf("export: %w", err))
 	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = failWith(exitError, fmt.Errorf("export: %w", cerr))
-		}
-		if err != nil {
-			os.Remove(path)
-		}
-	}()
+	defer f.Abort()
 	bw := bufio.NewWriterSize(f, 1<<20)
 	switch format {
 	case "json":
@@ -122,6 +128,9 @@ func writeExport(c *trace.Capture, path, format string, opt perfetto.Options) (e
 	}
 	if err := bw.Flush(); err != nil {
 		return failWith(exitError, fmt.Errorf("export %s: %w", path, err))
+	}
+	if err := f.Commit(); err != nil {
+		return failWith(exitError, fmt.Errorf("export: %w", err))
 	}
 	return nil
 }

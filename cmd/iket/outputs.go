@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/iket-trace/iket/internal/outfile"
 	"github.com/iket-trace/iket/perfetto"
 	"github.com/iket-trace/iket/trace"
 )
@@ -30,22 +32,27 @@ type latencyJSON struct {
 }
 
 // writeOutputs writes the pftrace and latency.json next to the capture at
-// dir/trace.iket and prints a summary of the first launch.
-func writeOutputs(dir string, source string, stdout io.Writer) error {
+// dir/trace.iket and prints a summary of its launch (run and demo write
+// captures of one launch). Each output goes through a temporary file.
+func writeOutputs(ctx context.Context, dir string, source string, stdout io.Writer) error {
 	capPath := filepath.Join(dir, captureFile)
-	c, err := openCapture(capPath)
+	c, err := openCapture(ctx, capPath)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	pf := filepath.Join(dir, pftraceFile)
-	if err := writeExport(c, pf, "pftrace", perfetto.Options{Flows: true, Counters: true}); err != nil {
+	if err := writeExport(ctx, c, pf, "pftrace", perfetto.Options{Flows: true, Counters: true}); err != nil {
 		return err
 	}
-	l := c.Launch(0).Meta
+	launch, err := pickLaunch(c, -1, "the summary")
+	if err != nil {
+		return err
+	}
+	l := c.Launch(launch).Meta
 	if l.Latency == nil { // no timing this time: leave no older numbers behind
-		if err := os.Remove(filepath.Join(dir, latencyFile)); err != nil && !os.IsNotExist(err) {
-			return failWith(exitError, fmt.Errorf("remove stale %s: %w", latencyFile, err))
+		if err := removeStale(filepath.Join(dir, latencyFile)); err != nil {
+			return err
 		}
 	}
 	if l.Latency != nil {
@@ -55,14 +62,14 @@ func writeOutputs(dir string, source string, stdout io.Writer) error {
 		if err != nil {
 			return failWith(exitError, fmt.Errorf("encode %s: %w", latencyFile, err))
 		}
-		if err := os.WriteFile(filepath.Join(dir, latencyFile), append(b, '\n'), 0o644); err != nil {
+		if err := outfile.WriteFile(ctx, filepath.Join(dir, latencyFile), append(b, '\n'), capPath); err != nil {
 			return failWith(exitError, fmt.Errorf("write %s: %w", latencyFile, err))
 		}
 	}
-	if err := writeReport(c, 0, filepath.Join(dir, reportFile)); err != nil {
+	if err := writeReport(ctx, c, launch, filepath.Join(dir, reportFile)); err != nil {
 		return err
 	}
-	a, err := analyze(c, 0, trace.Options{})
+	a, err := analyze(ctx, c, launch, trace.Options{})
 	if err != nil {
 		return err
 	}
@@ -79,5 +86,24 @@ func writeOutputs(dir string, source string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, ", %s", filepath.Join(dir, latencyFile))
 	}
 	fmt.Fprintln(stdout)
+	return nil
+}
+
+// removeStale removes an output an earlier run left in the output folder
+// when this run has none to replace it with: only a regular file (never a
+// link's target, a device or a folder), and nothing when it is absent.
+func removeStale(path string) error {
+	st, err := os.Lstat(path)
+	switch {
+	case os.IsNotExist(err):
+		return nil
+	case err != nil:
+		return failWith(exitError, fmt.Errorf("remove stale %s: %w", path, err))
+	case !st.Mode().IsRegular():
+		return failWith(exitError, fmt.Errorf("remove stale %s: not a regular file (%s); iket leaves it alone, remove it yourself", path, st.Mode().Type()))
+	}
+	if err := os.Remove(path); err != nil {
+		return failWith(exitError, fmt.Errorf("remove stale %s: %w", path, err))
+	}
 	return nil
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
-	"os"
+
+	"github.com/iket-trace/iket/internal/outfile"
 
 	"github.com/iket-trace/iket/report"
 	"github.com/iket-trace/iket/trace"
@@ -11,13 +13,20 @@ import (
 
 const reportFile = "report.html"
 
-// writeReport writes the self-contained HTML report of launch i of c.
-func writeReport(c *trace.Capture, i int, path string) (err error) {
+// writeReport writes the self-contained HTML report of launch i of c to
+// path, through a temporary file (see internal/outfile); inputs are the
+// files path must not be.
+func writeReport(ctx context.Context, c *trace.Capture, i int, path string, inputs ...string) (err error) {
 	if i < 0 || i >= c.NumLaunches() {
 		return failWith(exitError, fmt.Errorf("report: launch %d: capture has %d launches", i, c.NumLaunches()))
 	}
 	col := report.NewCollector(c.Launch(i).Meta, report.Limits{})
-	a, err := analyze(c, i, trace.Options{}, col.Add)
+	f, err := outfile.CreateContext(ctx, path, append(inputs, c.Path())...)
+	if err != nil {
+		return failWith(exitError, fmt.Errorf("report: %w", err))
+	}
+	defer f.Abort()
+	a, err := analyze(ctx, c, i, trace.Options{}, col.Add)
 	if err != nil {
 		return err
 	}
@@ -32,6 +41,16 @@ func writeReport(c *trace.Capture, i int, path string) (err error) {
 		Clocks:     report.ClockRowsFrom(a.Clocks),
 		Violations: report.ViolationRowsFrom(a.Summary),
 	}
+	if note := uncheckedNote(c); note != "" {
+		in.Problems = append(in.Problems, note)
+	}
+	for _, e := range a.Excluded {
+		if len(in.Problems) >= 10 {
+			in.Problems = append(in.Problems, fmt.Sprintf("%d warps excluded from the statistics in all", a.NumExcluded))
+			break
+		}
+		in.Problems = append(in.Problems, "excluded: "+e)
+	}
 	for _, v := range a.Violations {
 		if len(in.Problems) == 20 {
 			in.Problems = append(in.Problems, fmt.Sprintf("and %d more", a.Summary.TotalViolations()-20))
@@ -40,24 +59,15 @@ func writeReport(c *trace.Capture, i int, path string) (err error) {
 		in.Problems = append(in.Problems, v.Error())
 	}
 	col.Fill(in)
-	f, err := os.Create(path)
-	if err != nil {
-		return failWith(exitError, fmt.Errorf("report: %w", err))
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = failWith(exitError, fmt.Errorf("report: %w", cerr))
-		}
-		if err != nil {
-			os.Remove(path)
-		}
-	}()
 	bw := bufio.NewWriter(f)
 	if err := report.Write(bw, in); err != nil {
 		return failWith(exitError, fmt.Errorf("report %s: %w", path, err))
 	}
 	if err := bw.Flush(); err != nil {
 		return failWith(exitError, fmt.Errorf("report %s: %w", path, err))
+	}
+	if err := f.Commit(); err != nil {
+		return failWith(exitError, fmt.Errorf("report: %w", err))
 	}
 	return nil
 }

@@ -14,9 +14,10 @@ var version = "0.1.0-dev"
 
 // Exit codes, documented in the command's help.
 const (
-	exitOK        = 0
-	exitCheckFail = 1
-	exitError     = 2
+	exitOK          = 0
+	exitCheckFail   = 1
+	exitError       = 2
+	exitInterrupted = 130 // 128 + SIGINT, as shells report it
 )
 
 // exitError carries an exit code through cobra's error path.
@@ -40,7 +41,10 @@ CUDA kernels, places them on one nanosecond timeline, and shows when each
 warp's phases were active, waiting or overlapping. Latency always comes from
 the uninstrumented build; the trace explains the phases.
 
-Exit codes: 0 success, 1 a check failed, 2 bad input or usage, or a CUDA error.`,
+Exit codes: 0 success, 1 a check failed, 2 bad input or usage, or a CUDA error,
+130 interrupted (Ctrl-C or SIGTERM). Outputs are written to a temporary file
+beside the target and renamed into place, so an error or an interruption
+leaves each output as it was or whole; iket never writes over its input.`,
 		Example: `  iket demo                         # run the built-in example (or replay the bundled H200 capture)
   iket run warp_roles -o out        # trace a built-in kernel, write out/trace.pftrace
   iket export out/trace.iket -o t.pftrace
@@ -69,10 +73,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
 	root.SetArgs(append([]string{}, args...)) // never nil: cobra would read os.Args
 	err := root.ExecuteContext(ctx)
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintf(stderr, "iket: %s\n", safeText(err.Error()))
+		}
+		fmt.Fprintln(stderr, "iket: interrupted")
+		return exitInterrupted
+	}
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "iket: %v\n", err)
+	fmt.Fprintf(stderr, "iket: %s\n", safeText(err.Error()))
 	var ce *codeError
 	if errors.As(err, &ce) {
 		return ce.code

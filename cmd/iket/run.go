@@ -193,7 +193,7 @@ func runKernel(cmd *cobra.Command, dev *iket.Device, prog *iket.Program, src, ba
 	for _, w := range res.Warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
-	return writeOutputs(o.out, "measured", stdout)
+	return writeOutputs(cmd.Context(), o.out, "measured", stdout)
 }
 
 // reportRunError explains a failed run. For a hang or a fault with readable
@@ -215,7 +215,9 @@ func reportRunError(err error, name string, dev *iket.Device, out string, stdout
 	// Outputs of an earlier run in this folder would sit beside the partial
 	// capture as if they described it.
 	for _, f := range []string{pftraceFile, latencyFile, reportFile} {
-		os.Remove(filepath.Join(out, f))
+		if err := removeStale(filepath.Join(out, f)); err != nil {
+			return err
+		}
 	}
 	meta := trace.Meta{Tool: "iket " + version, Created: time.Now().UTC()}
 	info := dev.Info()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,15 +29,18 @@ func newStatsCmd(stdout, stderr io.Writer) *cobra.Command {
 the count, mean, p50, p90, p99 and max duration and the share of the warps'
 time spent inside; then the overlap matrix (row x, column y: the share of x's
 active time during which y is active on another warp of the same CTA), the
-per-SM clock fit and the drops.`,
+per-SM clock fit and the drops. Every launch of the capture, one after the
+other, unless --launch picks one; --json prints one object for a capture of
+one launch (or with --launch), else an array of one per launch. Warps whose
+records cannot be trusted are left out and listed.`,
 		Example: `  iket stats out/trace.iket
   iket stats --json out/trace.iket | jq '.stats[] | select(.range == "consumer_compute")'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runStats(args[0], o, stdout)
+			return runStats(cmd.Context(), args[0], o, stdout)
 		},
 	}
-	cmd.Flags().IntVar(&o.launch, "launch", 0, "launch index in the capture")
+	cmd.Flags().IntVar(&o.launch, "launch", -1, "launch index in the capture (default: every launch)")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&o.trim, "trim", false, "wrap mode: trim to the window common to all warps")
 	return cmd
@@ -51,35 +55,67 @@ type statsJSON struct {
 	Overlap [][]float64        `json:"overlap"`
 	Clocks  []trace.ClockFit   `json:"clocks"`
 	Latency *trace.Latency     `json:"latency,omitempty"`
+	// Excluded lists warps left out of the statistics, with why.
+	Excluded []string `json:"excluded,omitempty"`
+	Launch   int      `json:"launch"`
 }
 
-func runStats(path string, o statsOptions, stdout io.Writer) error {
-	c, err := openCapture(path)
+func runStats(ctx context.Context, path string, o statsOptions, stdout io.Writer) error {
+	c, err := openCapture(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	a, err := analyze(c, o.launch, trace.Options{TrimCommonWindow: o.trim})
-	if err != nil {
+	launches := []int{o.launch}
+	if o.launch < 0 {
+		launches = launches[:0]
+		for i := range c.NumLaunches() {
+			launches = append(launches, i)
+		}
+	} else if _, err := pickLaunch(c, o.launch, "stats"); err != nil {
 		return err
 	}
-	names, m := a.Analyzer.OverlapMatrix()
+	var js []statsJSON
+	for k, i := range launches {
+		a, err := analyze(ctx, c, i, trace.Options{TrimCommonWindow: o.trim})
+		if err != nil {
+			return err
+		}
+		names, m := a.Analyzer.OverlapMatrix()
+		if o.json {
+			js = append(js, statsJSON{
+				Kernel: a.Launch.Meta.Kernel, Summary: a.Summary, Stats: a.Analyzer.Stats(),
+				Names: names, Overlap: m, Clocks: a.Clocks, Latency: a.Launch.Meta.Latency,
+				Excluded: a.Excluded, Launch: i,
+			})
+			continue
+		}
+		if k > 0 {
+			fmt.Fprintln(stdout)
+		}
+		if len(launches) > 1 {
+			fmt.Fprintf(stdout, "launch %d of %d: ", i, c.NumLaunches())
+		}
+		writeStatsTable(stdout, a, names, m)
+	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(statsJSON{
-			Kernel: a.Launch.Meta.Kernel, Summary: a.Summary, Stats: a.Analyzer.Stats(),
-			Names: names, Overlap: m, Clocks: a.Clocks, Latency: a.Launch.Meta.Latency,
-		})
+		if len(js) == 1 {
+			return enc.Encode(js[0])
+		}
+		return enc.Encode(js)
 	}
-	writeStatsTable(stdout, a, names, m)
+	if note := uncheckedNote(c); note != "" {
+		fmt.Fprintf(stdout, "\n%s\n", note)
+	}
 	return nil
 }
 
 func writeStatsTable(w io.Writer, a *analysis, names []string, m [][]float64) {
 	meta := a.Launch.Meta
 	fmt.Fprintf(w, "%s: grid %v block %v, %d warps, %d events, %s\n\n",
-		meta.Kernel, meta.Grid, meta.Block, a.Summary.Warps, a.Summary.Stored, droppedText(a.Summary))
+		safeName(meta.Kernel), meta.Grid, meta.Block, a.Summary.Warps, a.Summary.Stored, droppedText(a.Summary))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "role\trange\tcount\tmean\tp50\tp99\tmax\tshare\t")
 	for _, s := range a.Analyzer.Stats() {
@@ -87,7 +123,7 @@ func writeStatsTable(w io.Writer, a *analysis, names []string, m [][]float64) {
 		if role == "" {
 			role = "(all)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.1f%%\t\n", role, s.Range, s.Count,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.1f%%\t\n", safeName(role), safeName(s.Range), s.Count,
 			check.FormatNs(s.MeanNs), check.FormatNs(s.P50Ns), check.FormatNs(s.P99Ns), check.FormatNs(s.MaxNs), 100*s.Share)
 	}
 	tw.Flush()
@@ -96,11 +132,11 @@ func writeStatsTable(w io.Writer, a *analysis, names []string, m [][]float64) {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprint(tw, "\t")
 		for _, n := range names {
-			fmt.Fprintf(tw, "%s\t", n)
+			fmt.Fprintf(tw, "%s\t", safeName(n))
 		}
 		fmt.Fprintln(tw)
 		for i, n := range names {
-			fmt.Fprintf(tw, "%s\t", n)
+			fmt.Fprintf(tw, "%s\t", safeName(n))
 			for j := range names {
 				fmt.Fprintf(tw, "%.2f\t", m[i][j])
 			}
@@ -127,6 +163,7 @@ func writeStatsTable(w io.Writer, a *analysis, names []string, m [][]float64) {
 	if l := meta.Latency; l != nil {
 		writeLatency(w, l)
 	}
+	writeExcluded(w, a)
 }
 
 // writeLatency prints the latency comparison, and the control's when the

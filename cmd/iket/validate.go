@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,6 +25,8 @@ type validateJSON struct {
 	Summary    trace.Summary `json:"summary"`
 	Violations []string      `json:"violations,omitempty"` // the first 100
 	OK         bool          `json:"ok"`
+	// Unchecked: the capture predates checksums (file version 1 or 2).
+	Unchecked bool `json:"unchecked,omitempty"`
 }
 
 func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -39,7 +42,7 @@ SM, CTA and event. Strict by default: any violation or drop exits 1.`,
   iket validate --lenient out/trace.iket   # drops and unfinished warps are reported, not failures`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runValidate(args[0], o, stdout)
+			return runValidate(cmd.Context(), args[0], o, stdout)
 		},
 	}
 	cmd.Flags().BoolVar(&o.lenient, "lenient", false, "only pairing violations fail; drops are reported")
@@ -48,8 +51,8 @@ SM, CTA and event. Strict by default: any violation or drop exits 1.`,
 	return cmd
 }
 
-func runValidate(path string, o validateOptions, stdout io.Writer) error {
-	c, err := openCapture(path)
+func runValidate(ctx context.Context, path string, o validateOptions, stdout io.Writer) error {
+	c, err := openCapture(ctx, path)
 	if err != nil {
 		return err
 	}
@@ -59,11 +62,14 @@ func runValidate(path string, o validateOptions, stdout io.Writer) error {
 	for i := 0; i < c.NumLaunches(); i++ {
 		l := c.Launch(i)
 		s, verr := trace.Validate(l, trace.Options{Strict: !o.lenient, TrimCommonWindow: o.trim})
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if verr != nil {
 			failed++
 		}
 		if o.json {
-			v := validateJSON{Launch: i, Kernel: l.Meta.Kernel, Summary: s, OK: verr == nil}
+			v := validateJSON{Launch: i, Kernel: l.Meta.Kernel, Summary: s, OK: verr == nil, Unchecked: !c.Checked()}
 			if verr != nil {
 				v.Violations = strings.Split(verr.Error(), "\n")
 			}
@@ -71,10 +77,15 @@ func runValidate(path string, o validateOptions, stdout io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(stdout, "launch %d %s: %d warps, %d events stored, %s, %d violations\n",
-			i, l.Meta.Kernel, s.Warps, s.Stored, droppedText(s), s.TotalViolations())
+			i, safeName(l.Meta.Kernel), s.Warps, s.Stored, droppedText(s), s.TotalViolations())
 		if verr != nil {
-			fmt.Fprintf(stdout, "%v\n", verr)
+			fmt.Fprintf(stdout, "%s\n", safeText(verr.Error()))
 		}
+	}
+	if note := uncheckedNote(c); note != "" && !o.json {
+		fmt.Fprintln(stdout, note)
+	} else if !o.json {
+		fmt.Fprintf(stdout, "checksums: header, metadata and %d warp buffers match\n", totalWarps(c))
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
@@ -90,4 +101,13 @@ func runValidate(path string, o validateOptions, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "ok")
 	}
 	return nil
+}
+
+// totalWarps returns the warp slots of every launch of c.
+func totalWarps(c *trace.Capture) uint64 {
+	var n uint64
+	for i := range c.NumLaunches() {
+		n += c.Launch(i).Meta.Warps
+	}
+	return n
 }
