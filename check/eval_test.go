@@ -139,8 +139,8 @@ func TestEvaluate(t *testing.T) {
 		{"overlap(idle, producer_load) >= 0", pipe, false, 0, "", "range idle never ran"},
 		{"overlap(nope, producer_load) >= 0", pipe, false, 0, "", `no range named "nope"`},
 		// overlap_min_cta: CTA 0 has 0.6.
-		{"overlap_min_cta(producer_load, consumer_compute) >= 0.6", pipe, true, 0.6, "cta 0,0,0", "lowest CTA overlap 0.600 (overall 0.733); 0 of 2 CTAs break the bound"},
-		{"overlap_min_cta(producer_load, consumer_compute) >= 0.61", pipe, false, 0.6, "cta 0,0,0", "1 of 2 CTAs break the bound"},
+		{"overlap_min_cta(producer_load, consumer_compute) >= 0.6", pipe, true, 0.6, "cta 0,0,0", "lowest CTA overlap 0.600 (overall 0.733 over 2 CTAs)"},
+		{"overlap_min_cta(producer_load, consumer_compute) >= 0.61", pipe, false, 0.6, "cta 0,0,0", "lowest CTA overlap 0.600"},
 		// durations 10, 12, 20 ns: p50 = 12, p99 = 20.
 		{"p99(consumer_compute) <= 20ns", pipe, true, 20, "longest 20ns on warp 1 (sm 0, cta 0,0,0, warp 1)", "p99 of 3 consumer_compute ranges is 20ns"},
 		{"p99(consumer_compute) <= 0.019us", pipe, false, 20, "", ""},

@@ -88,6 +88,7 @@ type Decoder struct {
 	ct    clockTerms // the current warp's clock fit
 	kind7 bool       // format version 2: kind 7 is NEXT (reserved in version 1)
 	buf   []byte
+	scan  []byte // scanSpan's chunk
 	ps    pairState
 	tok   tokTable
 	trunc []Range
@@ -166,6 +167,11 @@ func (d *Decoder) index() error {
 			a.add(h.EndClock, h.EndGlobaltimer)
 		}
 		if first, n, backward := d.ringSpan(h); backward && n > 0 {
+			if n > scanChunk { // a damaged ring is left out here and reported by Next
+				if s, err := d.scanSpan(slot, first, n); err != nil || s.run >= 0 {
+					return nil
+				}
+			}
 			c, ok, err := d.oldestCycles(slot, h, first, n)
 			if err != nil {
 				return err
@@ -505,9 +511,9 @@ func (d *Decoder) Next(w *Warp) error {
 	d.sum.Ranges += uint64(len(w.Ranges))
 	d.sum.Marks += uint64(len(w.Marks))
 	for _, v := range w.Violations {
-		d.kind[v.Kind]++
 		d.errs.add(v)
 	}
+	d.errs.more += w.MoreViolations
 	return nil
 }
 
@@ -517,8 +523,18 @@ func (d *Decoder) warpErr(e *WarpError) error {
 	return e
 }
 
-// violate records a violation in w.
+// MaxWarpViolations bounds the violations a [Warp] keeps; the rest count in
+// [Warp.MoreViolations] and in the [Summary].
+const MaxWarpViolations = 100
+
+// violate records a violation in w (counted, and kept while w has fewer
+// than MaxWarpViolations).
 func (d *Decoder) violate(w *Warp, k ViolationKind, idx int, name, detail string) {
+	d.kind[k]++
+	if len(w.Violations) >= MaxWarpViolations {
+		w.MoreViolations++
+		return
+	}
 	w.Violations = append(w.Violations, Violation{
 		Kind: k, Launch: w.Launch, Slot: w.Slot, SM: w.SM, CTA: w.CTA, Warp: w.Warp,
 		Index: idx, Name: name, Detail: detail,
@@ -539,6 +555,15 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 	case h.Finished():
 		var first, n uint32
 		first, n, backward = d.ringSpan(h)
+		if n > scanChunk {
+			s, err := d.scanSpan(w.Slot, first, n)
+			if err != nil {
+				return nil, err
+			}
+			if s.run >= 0 {
+				return nil, d.damaged(w.Slot, s, n)
+			}
+		}
 		if b, err = d.readRing(w.Slot, first, n); err != nil {
 			return nil, err
 		}
@@ -548,18 +573,29 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 		// Not finished: count was never written. Scan to the first
 		// unwritten slot (all zero; a written record is zero only in
 		// the rare version-2 case docs/FORMAT.md section 4 describes).
-		if b, err = d.readRing(w.Slot, 0, capa); err != nil {
+		// A large ring is scanned first, so only its written prefix is
+		// held in memory.
+		span := capa
+		var s spanScan
+		if capa > scanChunk {
+			if s, err = d.scanSpan(w.Slot, 0, capa); err != nil {
+				return nil, err
+			}
+			span = uint32(min(s.firstZero+1, int(capa)))
+		}
+		if b, err = d.readRing(w.Slot, 0, span); err != nil {
 			return nil, err
 		}
 		n := 0
-		for n < int(capa) && le.Uint64(b[n*RecordSize:]) != 0 {
+		for n < int(span) && le.Uint64(b[n*RecordSize:]) != 0 {
 			n++
 		}
-		for j := n + 1; j < int(capa); j++ {
+		for j := n + 1; j < int(span); j++ {
 			if le.Uint64(b[j*RecordSize:]) != 0 {
 				w.Beyond++
 			}
 		}
+		w.Beyond += s.beyond
 		if d.wrap && n == int(capa) {
 			d.violate(w, UnorderedRecords, -1, "", fmt.Sprintf(
 				"wrap-mode warp did not finish and its ring of %d records is full: without the count the oldest record is unknown, so no event can be ordered or timed; none decoded", capa))

@@ -8,12 +8,14 @@ import (
 	"slices"
 )
 
-// This file analyses the warps of one CTA together: overlap between range
-// names, the order of payload-matched ranges, and occupancy. The warps of a
-// CTA are consecutive slots, so the Analyzer holds the ranges of one CTA at a
-// time and reduces each CTA to a few numbers per name and name pair when the
-// next CTA begins. A CTA whose warps are added in two separate runs is
-// analysed as two CTAs.
+// This file analyses the warps of one CTA together: overlap between series
+// (a range name on one role's warps or on every warp), the order of
+// payload-matched ranges, lags and bubbles (pipeline.go), and occupancy. The
+// warps of a CTA are consecutive slots, so the Analyzer holds the ranges of
+// one CTA at a time and folds each CTA into running sums per tracked series
+// and series pair when the next CTA begins: its memory does not grow with
+// the CTAs. A CTA whose warps are added in two separate runs is analysed as
+// two CTAs.
 
 // CTAOverlap is the overlap of one CTA.
 type CTAOverlap struct {
@@ -24,10 +26,10 @@ type CTAOverlap struct {
 	Share        float64   `json:"share"`     // OverlappedNs / ActiveNs
 }
 
-// OverlapResult is overlap(X, Y): the share of the time range X is active on
-// some warp of a CTA during which range Y is active on another warp of that
-// CTA. Precisely, per CTA, with X_w and Y_w the union of warp w's X and Y
-// ranges (as half-open intervals [Start, End)):
+// OverlapResult is overlap(X, Y): the share of the time series X is active
+// on some warp of a CTA during which series Y is active on another warp of
+// that CTA. Precisely, per CTA, with X_w and Y_w the union of warp w's X and
+// Y ranges (as half-open intervals [Start, End)):
 //
 //	active     = | ∪_w X_w |
 //	overlapped = | { t : t ∈ X_w and t ∈ Y_v for some warps w ≠ v } |
@@ -37,13 +39,14 @@ type CTAOverlap struct {
 // X was never active (ActiveNs 0, no CTAs). A warp's own Y ranges never
 // count as overlap of its own X ranges.
 type OverlapResult struct {
-	X, Y         string
-	Overall      float64      `json:"overall"`
-	OverlappedNs int64        `json:"overlapped_ns"`
-	ActiveNs     int64        `json:"active_ns"`
-	CTAs         []CTAOverlap `json:"ctas"` // CTAs where X was active, in slot order
+	X            string  `json:"x"`
+	Y            string  `json:"y"`
+	Overall      float64 `json:"overall"`
+	OverlappedNs int64   `json:"overlapped_ns"`
+	ActiveNs     int64   `json:"active_ns"`
+	CTAs         uint64  `json:"ctas"` // CTAs where X was active
 	// MinCTA is the smallest per-CTA share and Worst that CTA (the first one
-	// on ties); both zero when CTAs is empty.
+	// on ties); both zero when CTAs is 0.
 	MinCTA float64    `json:"min_cta"`
 	Worst  CTAOverlap `json:"worst"`
 }
@@ -88,7 +91,8 @@ func (v *OrderViolation) String() string {
 
 // OrderResult is before(A, B): see [Analyzer.Order].
 type OrderResult struct {
-	A, B       string
+	A          string `json:"a"`
+	B          string `json:"b"`
 	Checked    uint64 `json:"checked"`    // B ranges checked
 	Violations uint64 `json:"violations"` // B ranges that started too early or had no A
 	// Worst is the violation with the largest EarlyNs (a missing A first,
@@ -121,10 +125,12 @@ type Occupancy struct {
 }
 
 // ctaRange is one range of the CTA being added; warp is the warp's index
-// among the CTA's warps in the order they were added.
+// among the CTA's warps in the order they were added, sid and asid its
+// tracked series on its role and on every role (-1 when untracked).
 type ctaRange struct {
 	name, payload uint16
 	warp          int32
+	sid, asid     int32
 	start, end    int64
 }
 
@@ -134,25 +140,12 @@ type ctaWarp struct {
 }
 
 type ctaInfo struct {
-	linear uint64
-	cta    [3]uint32
+	linear      uint64
+	cta         [3]uint32
+	first, last int64 // the earliest warp start and latest warp end
 }
 
-// nameCTA is one CTA where a name ran.
-type nameCTA struct {
-	cta      int32 // index in ctaAnalysis.ctas
-	ranges   uint32
-	activeNs int64
-	first    WarpRef // warp of the first range (by start)
-	start    int64   // its start
-	payload  uint16  // its payload
-}
-
-// pairCTA is one CTA where both names of a pair ran.
-type pairCTA struct {
-	cta        int32
-	overlapped int64
-}
+func (c *ctaInfo) span() int64 { return max(c.last-c.first, 0) }
 
 type orderAcc struct {
 	checked, violations uint64
@@ -167,34 +160,16 @@ func (o *orderAcc) violate(v OrderViolation) {
 	}
 }
 
-func (o *orderAcc) merge(p *orderAcc) {
-	o.checked += p.checked
-	o.violations += p.violations
-	if p.has && (!o.has || p.worst.EarlyNs() > o.worst.EarlyNs()) {
-		o.worst, o.has = p.worst, true
-	}
-}
-
-// ctaResults are the per-CTA reductions.
-type ctaResults struct {
-	names map[uint16][]nameCTA
-	pairs map[uint32][]pairCTA // key x<<16 | y
-	order map[uint32]*orderAcc // key a<<16 | b, a != b
-}
-
-func newCTAResults() ctaResults {
-	return ctaResults{names: map[uint16][]nameCTA{}, pairs: map[uint32][]pairCTA{}, order: map[uint32]*orderAcc{}}
-}
-
-// step is one point of a per-name step function: from t on, n warps have
-// the name active; when n == 1, w is that warp.
+// step is one point of a step function: from t on, n warps have the series
+// active; when n == 1, w is that warp.
 type step struct {
 	t int64
 	n int32
 	w int64 // sum of the warps' indices: the warp itself when n == 1
 }
 
-// nameSteps is the step function and grouping of one name in a CTA.
+// nameSteps is the step function and grouping of one name in a CTA, for
+// occupancy.
 type nameSteps struct {
 	name   uint16
 	lo, hi int // its ranges in the payload-sorted slice
@@ -202,17 +177,32 @@ type nameSteps struct {
 	active int64
 }
 
+// presentSeries is one tracked series that ran in the CTA being closed.
+type presentSeries struct {
+	sid    int32
+	lo, hi int // its ranges in ctaAnalysis.ars, by (payload, warp, start)
+	off, n int // its steps in ctaAnalysis.stepBuf
+	steps  []step
+	active int64
+	first  ctaRange // its earliest range
+}
+
 type ctaAnalysis struct {
 	open   bool
 	cur    ctaInfo
 	warps  []ctaWarp
 	ranges []ctaRange // arrival order: (warp, start)
-	sorted []ctaRange // by (name, payload, warp, start), from buildSteps
-	ctas   []ctaInfo
-	done   ctaResults
 
-	// scratch
-	byName  []nameSteps
+	// occupancy: by (name, payload, warp, start), from buildSteps
+	sorted []ctaRange
+	byName []nameSteps
+
+	// analysis scratch
+	ents    []uint64   // sid<<48 | payload<<32 | index in ranges
+	ars     []ctaRange // ranges in ents order
+	present []presentSeries
+	at      []int32 // sid -> index in present, -1 when absent
+
 	ivs     []ctaRange
 	evs     []stepEvent
 	groups  [][2]int
@@ -227,28 +217,31 @@ type stepEvent struct {
 	w int32
 }
 
-func (c *ctaAnalysis) init() { c.done = newCTAResults() }
-
-// add appends a started warp's ranges, closing the previous CTA first when w
-// belongs to another one.
-func (c *ctaAnalysis) add(w *Warp) {
+// closeIfOther folds the open CTA into st when w belongs to another one.
+func (c *ctaAnalysis) closeIfOther(w *Warp, st *ctaState) {
 	if c.open && w.CTALinear != c.cur.linear {
-		c.process(int32(len(c.ctas)), &c.done)
-		c.ctas = append(c.ctas, c.cur)
+		c.process(st)
 		c.open = false
 	}
+}
+
+// add appends a started warp's ranges; sid gives the tracked series of
+// each range (by index in w.Ranges) on the warp's role and on every role.
+func (c *ctaAnalysis) add(w *Warp, sid func(i int) (int32, int32)) {
 	if !c.open {
 		c.open = true
-		c.cur = ctaInfo{linear: w.CTALinear, cta: w.CTA}
+		c.cur = ctaInfo{linear: w.CTALinear, cta: w.CTA, first: w.First, last: w.Last}
 		c.warps = c.warps[:0]
 		c.ranges = c.ranges[:0]
 	}
+	c.cur.first, c.cur.last = min(c.cur.first, w.First), max(c.cur.last, w.Last)
 	wi := int32(len(c.warps))
 	c.warps = append(c.warps, ctaWarp{ref: refOf(w), role: w.Role})
 	base := len(c.ranges)
 	for i := range w.Ranges {
 		r := &w.Ranges[i]
-		c.ranges = append(c.ranges, ctaRange{name: r.Name, payload: r.Payload, warp: wi, start: r.Start, end: r.End})
+		s, as := sid(i)
+		c.ranges = append(c.ranges, ctaRange{name: r.Name, payload: r.Payload, warp: wi, sid: s, asid: as, start: r.Start, end: r.End})
 	}
 	// A Decoder gives ranges in start order; keep that order for any caller.
 	batch := c.ranges[base:]
@@ -257,83 +250,272 @@ func (c *ctaAnalysis) add(w *Warp) {
 	}
 }
 
-// results returns the reductions of every CTA added so far: the finished
-// CTAs' and, computed now, the open one's. The open CTA has index
-// len(c.ctas) and info c.cur.
-func (c *ctaAnalysis) results() (ctaResults, []ctaInfo) {
-	if !c.open {
-		return c.done, c.ctas
-	}
-	p := newCTAResults()
-	c.process(int32(len(c.ctas)), &p)
-	r := newCTAResults()
-	for k, v := range c.done.names {
-		r.names[k] = v
-	}
-	for k, v := range p.names {
-		r.names[k] = append(slices.Clip(r.names[k]), v...)
-	}
-	for k, v := range c.done.pairs {
-		r.pairs[k] = v
-	}
-	for k, v := range p.pairs {
-		r.pairs[k] = append(slices.Clip(r.pairs[k]), v...)
-	}
-	for k, v := range c.done.order {
-		o := *v
-		r.order[k] = &o
-	}
-	for k, v := range p.order {
-		if o := r.order[k]; o != nil {
-			o.merge(v)
-		} else {
-			r.order[k] = v
+// process folds the open CTA into st: per tracked series that ran, its
+// step function, then every pair with it. Time is O(n log n) in the CTA's
+// ranges plus, per pair of series present, their steps and ranges; pairs
+// with an absent series are O(1).
+func (c *ctaAnalysis) process(st *ctaState) {
+	c.ents = c.ents[:0]
+	for i, r := range c.ranges {
+		if r.sid >= 0 {
+			c.ents = append(c.ents, uint64(r.sid)<<48|uint64(r.payload)<<32|uint64(i))
+		}
+		if r.asid >= 0 {
+			c.ents = append(c.ents, uint64(r.asid)<<48|uint64(r.payload)<<32|uint64(i))
 		}
 	}
-	return r, append(slices.Clip(c.ctas), c.cur)
-}
-
-// process reduces the open CTA into out, as CTA index idx.
-func (c *ctaAnalysis) process(idx int32, out *ctaResults) {
-	if len(c.ranges) == 0 {
+	if len(c.ents) == 0 {
 		return
 	}
-	c.buildSteps()
-	for i := range c.byName {
-		ns := &c.byName[i]
-		first := c.sorted[ns.lo]
-		for _, r := range c.sorted[ns.lo+1 : ns.hi] {
+	slices.Sort(c.ents)
+	c.ars = c.ars[:0]
+	for _, k := range c.ents {
+		c.ars = append(c.ars, c.ranges[uint32(k)])
+	}
+	c.present = c.present[:0]
+	c.stepBuf = c.stepBuf[:0]
+	for lo := 0; lo < len(c.ents); {
+		sid := int32(c.ents[lo] >> 48)
+		hi := lo + 1
+		for hi < len(c.ents) && int32(c.ents[hi]>>48) == sid {
+			hi++
+		}
+		// The series' ranges in arrival order: the keys' low halves, sorted.
+		c.idx = c.idx[:0]
+		for _, k := range c.ents[lo:hi] {
+			c.idx = append(c.idx, uint32(k))
+		}
+		slices.Sort(c.idx)
+		c.ivs = c.ivs[:0]
+		first := c.ranges[c.idx[0]]
+		for _, j := range c.idx {
+			r := c.ranges[j]
+			c.ivs = unionAppend(c.ivs, r)
 			if r.start < first.start {
 				first = r
 			}
 		}
-		out.names[ns.name] = append(out.names[ns.name], nameCTA{
-			cta: idx, ranges: uint32(ns.hi - ns.lo), activeNs: ns.active,
-			first: c.warps[first.warp].ref, start: first.start, payload: first.payload,
-		})
+		off := len(c.stepBuf)
+		var active int64
+		c.stepBuf, active = c.appendSteps(c.stepBuf, c.ivs)
+		c.present = append(c.present, presentSeries{sid: sid, lo: lo, hi: hi, off: off, n: len(c.stepBuf) - off, active: active, first: first})
+		lo = hi
 	}
-	for i := range c.byName {
-		x := &c.byName[i]
-		for j := range c.byName {
-			y := &c.byName[j]
-			k := uint32(x.name)<<16 | uint32(y.name)
-			out.pairs[k] = append(out.pairs[k], pairCTA{cta: idx, overlapped: overlapSteps(x.steps, y.steps)})
-			if i != j {
-				o := out.order[k]
-				if o == nil {
-					o = &orderAcc{}
-					out.order[k] = o
+	for len(c.at) < len(st.series) {
+		c.at = append(c.at, -1)
+	}
+	for i := range c.present {
+		p := &c.present[i]
+		p.steps = c.stepBuf[p.off : p.off+p.n : p.off+p.n]
+		c.at[p.sid] = int32(i)
+	}
+	span := c.cur.span()
+	share := func(a, b int64) float64 {
+		if b <= 0 {
+			return 0
+		}
+		return float64(a) / float64(b)
+	}
+	for xi := range c.present {
+		x := &c.present[xi]
+		xname := st.series[x.sid].name
+		row := st.pairs[x.sid]
+		n := uint64(x.hi - x.lo)
+		for y := range st.series {
+			p := &row[y]
+			yname := st.series[y].name
+			if yi := c.at[y]; yi >= 0 {
+				ys := &c.present[yi]
+				ov, yOnly := sweep(x.steps, ys.steps)
+				if x.active > 0 {
+					p.overlapCTA(CTAOverlap{CTA: c.cur.cta, CTALinear: c.cur.linear, OverlappedNs: ov, ActiveNs: x.active, Share: share(ov, x.active)})
 				}
-				c.order(x, y, o)
+				p.bubble += yOnly
+				p.span += span
+				p.bubbleWorst(CTABubble{CTA: c.cur.cta, CTALinear: c.cur.linear, BubbleNs: yOnly, SpanNs: span, Share: share(yOnly, span)})
+				if xname != yname {
+					c.order(c.ars[x.lo:x.hi], c.ars[ys.lo:ys.hi], p)
+				}
+				continue
 			}
+			if x.active > 0 {
+				p.overlapCTA(CTAOverlap{CTA: c.cur.cta, CTALinear: c.cur.linear, ActiveNs: x.active})
+			}
+			p.span += span
+			// The pair the other way round: x runs where y never does.
+			q := &st.pairs[y][x.sid]
+			q.bubble += x.active
+			q.span += span
+			q.bubbleWorst(CTABubble{CTA: c.cur.cta, CTALinear: c.cur.linear, BubbleNs: x.active, SpanNs: span, Share: share(x.active, span)})
+			if xname != yname {
+				q.noA(n, c.noA(x.first))
+			}
+		}
+	}
+	for i := range c.present {
+		x := &c.present[i]
+		s := &st.series[x.sid]
+		c.at[x.sid] = -1
+		s.active += x.active
+		s.span += span
+		s.ranges += uint64(x.hi - x.lo)
+		if !s.hasRanges {
+			s.firstNoA, s.hasRanges = c.noA(x.first), true
+		}
+		if x.active > 0 {
+			s.ctas++
+			if !s.hasFirst {
+				s.first, s.hasFirst = CTAOverlap{CTA: c.cur.cta, CTALinear: c.cur.linear, ActiveNs: x.active}, true
+			}
+		}
+		b := CTABubble{CTA: c.cur.cta, CTALinear: c.cur.linear, BubbleNs: x.active, SpanNs: span, Share: share(x.active, span)}
+		if b.BubbleNs > 0 && b.Share > s.busiest.Share {
+			s.busiest = b
 		}
 	}
 }
 
+// noA is range r as the first B range of a CTA with no A range.
+func (c *ctaAnalysis) noA(r ctaRange) OrderViolation {
+	return OrderViolation{CTA: c.cur.cta, CTALinear: c.cur.linear, Payload: r.payload, Occurrence: 1,
+		B: c.warps[r.warp].ref, BStart: r.start, Missing: true, NoA: true}
+}
+
+// sweep returns the time when xs is active on a warp and ys on another,
+// and the time when ys is active and xs on no warp.
+func sweep(xs, ys []step) (overlapped, yOnly int64) {
+	var sx, sy step // n == 0
+	i, j := 0, 0
+	for i < len(xs) || j < len(ys) {
+		var t int64
+		switch {
+		case j >= len(ys) || (i < len(xs) && xs[i].t <= ys[j].t):
+			t = xs[i].t
+		default:
+			t = ys[j].t
+		}
+		for i < len(xs) && xs[i].t == t {
+			sx = xs[i]
+			i++
+		}
+		for j < len(ys) && ys[j].t == t {
+			sy = ys[j]
+			j++
+		}
+		if sy.n == 0 {
+			continue
+		}
+		// Until the next change of either function.
+		next := int64(math.MaxInt64)
+		if i < len(xs) {
+			next = xs[i].t
+		}
+		if j < len(ys) {
+			next = min(next, ys[j].t)
+		}
+		if next == math.MaxInt64 {
+			continue // cannot happen: a step function ends at n == 0
+		}
+		switch {
+		case sx.n == 0:
+			yOnly += next - t
+		case sx.n == 1 && sy.n == 1 && sx.w == sy.w:
+			// the only x warp is the only y warp
+		default:
+			overlapped += next - t
+		}
+	}
+	return overlapped, yOnly
+}
+
+// order checks before(x, y) and measures lag(x, y) in the closed CTA into p:
+// see [Analyzer.Order] and [Analyzer.Lag]. Both slices are sorted by
+// (payload, warp, start).
+func (c *ctaAnalysis) order(xr, yr []ctaRange, p *pairAcc) {
+	o, l := p.orderAcc(), p.lagAcc()
+	xi := 0
+	for lo := 0; lo < len(yr); {
+		pl := yr[lo].payload
+		hi := lo
+		for hi < len(yr) && yr[hi].payload == pl {
+			hi++
+		}
+		for xi < len(xr) && xr[xi].payload < pl {
+			xi++
+		}
+		xhi := xi
+		for xhi < len(xr) && xr[xhi].payload == pl {
+			xhi++
+		}
+		c.orderPayload(xr[xi:xhi], yr[lo:hi], o, l)
+		lo = hi
+	}
+}
+
+// orderPayload checks the ranges of one payload, both sorted by (warp, start).
+func (c *ctaAnalysis) orderPayload(xr, yr []ctaRange, o *orderAcc, l *lagAcc) {
+	c.groups = c.groups[:0]
+	for lo := 0; lo < len(xr); {
+		hi := lo
+		for hi < len(xr) && xr[hi].warp == xr[lo].warp {
+			hi++
+		}
+		c.groups = append(c.groups, [2]int{lo, hi})
+		lo = hi
+	}
+	for ylo := 0; ylo < len(yr); {
+		yhi := ylo
+		for yhi < len(yr) && yr[yhi].warp == yr[ylo].warp {
+			yhi++
+		}
+		for k, b := range yr[ylo:yhi] {
+			o.checked++
+			v := OrderViolation{
+				CTA: c.cur.cta, CTALinear: c.cur.linear, Payload: b.payload, Occurrence: k + 1,
+				B: c.warps[b.warp].ref, BStart: b.start, Missing: len(xr) == 0, NoA: len(xr) == 0,
+			}
+			// The latest end among the k-th x ranges of the x warps, and
+			// the first x warp with no k-th range.
+			missing := -1
+			var end int64
+			var endWarp int32
+			has := false
+			for gi, g := range c.groups {
+				if k >= g[1]-g[0] {
+					if missing < 0 {
+						missing = gi
+					}
+					continue
+				}
+				if e := xr[g[0]+k]; !has || e.end > end {
+					end, endWarp, has = e.end, e.warp, true
+				}
+			}
+			switch {
+			case missing >= 0:
+				v.Missing, v.A = true, c.warps[xr[c.groups[missing][0]].warp].ref
+				o.violate(v)
+			case v.Missing:
+				o.violate(v)
+			case has && end > b.start:
+				v.A, v.AEnd = c.warps[endWarp].ref, end
+				o.violate(v)
+			}
+			if !has {
+				l.unmatched++
+				continue
+			}
+			l.add(LagSample{CTA: c.cur.cta, CTALinear: c.cur.linear, Payload: b.payload, Occurrence: k + 1,
+				X: c.warps[endWarp].ref, XEnd: end, Y: c.warps[b.warp].ref, YStart: b.start, LagNs: b.start - end})
+		}
+		ylo = yhi
+	}
+}
+
 // buildSteps fills c.sorted with the CTA's ranges sorted by (name, payload,
-// warp, start) and c.byName with each name's step function. c.ranges stays
-// in arrival order, which is (warp, start) order. The sorts are on packed
-// integer keys: this is the analyzer's hot path.
+// warp, start) and c.byName with each name's step function, for
+// [Analyzer.Occupancy]. c.ranges stays in arrival order, which is (warp,
+// start) order.
 func (c *ctaAnalysis) buildSteps() {
 	c.keys = c.keys[:0]
 	for i, r := range c.ranges {
@@ -356,7 +538,6 @@ func (c *ctaAnalysis) buildSteps() {
 	}
 	for i := range c.byName {
 		ns := &c.byName[i]
-		// The name's ranges in arrival order: the keys' low halves, sorted.
 		c.idx = c.idx[:0]
 		for _, k := range c.keys[ns.lo:ns.hi] {
 			c.idx = append(c.idx, uint32(k))
@@ -443,174 +624,106 @@ func (c *ctaAnalysis) appendSteps(dst []step, ivs []ctaRange) ([]step, int64) {
 	return dst, active
 }
 
-// overlapSteps returns the time when x is active on a warp and y on another.
-func overlapSteps(xs, ys []step) int64 {
-	var sx, sy step // n == 0
-	var total int64
-	i, j := 0, 0
-	for i < len(xs) || j < len(ys) {
-		var t int64
-		switch {
-		case j >= len(ys) || (i < len(xs) && xs[i].t <= ys[j].t):
-			t = xs[i].t
-		default:
-			t = ys[j].t
-		}
-		for i < len(xs) && xs[i].t == t {
-			sx = xs[i]
-			i++
-		}
-		for j < len(ys) && ys[j].t == t {
-			sy = ys[j]
-			j++
-		}
-		if sx.n == 0 || sy.n == 0 {
-			continue
-		}
-		if sx.n == 1 && sy.n == 1 && sx.w == sy.w {
-			continue // the only x warp is the only y warp
-		}
-		// Until the next change of either function.
-		next := int64(math.MaxInt64)
-		if i < len(xs) {
-			next = xs[i].t
-		}
-		if j < len(ys) {
-			next = min(next, ys[j].t)
-		}
-		total += next - t
+// view returns the accumulated state including the open CTA: the live
+// state when no CTA is open, else a copy with the open CTA folded in
+// (kept until the next Add).
+func (a *Analyzer) view() *ctaState {
+	if !a.cta.open {
+		return &a.st
 	}
-	return total
+	if a.viewSt != nil && a.viewGen == a.gen {
+		return a.viewSt
+	}
+	v := a.st.clone()
+	a.cta.process(v)
+	a.viewSt, a.viewGen = v, a.gen
+	return v
 }
 
-// order checks before(x.name, y.name) in the open CTA into o: see
-// [Analyzer.Order]. Ranges are sorted by (name, payload, warp, start).
-func (c *ctaAnalysis) order(x, y *nameSteps, o *orderAcc) {
-	xr := c.sorted[x.lo:x.hi]
-	yr := c.sorted[y.lo:y.hi]
-	xi := 0
-	for lo := 0; lo < len(yr); {
-		p := yr[lo].payload
-		hi := lo
-		for hi < len(yr) && yr[hi].payload == p {
-			hi++
-		}
-		for xi < len(xr) && xr[xi].payload < p {
-			xi++
-		}
-		xhi := xi
-		for xhi < len(xr) && xr[xhi].payload == p {
-			xhi++
-		}
-		c.orderPayload(xr[xi:xhi], yr[lo:hi], o)
-		lo = hi
-	}
-}
-
-// orderPayload checks the ranges of one payload, both sorted by (warp, start).
-func (c *ctaAnalysis) orderPayload(xr, yr []ctaRange, o *orderAcc) {
-	c.groups = c.groups[:0]
-	for lo := 0; lo < len(xr); {
-		hi := lo
-		for hi < len(xr) && xr[hi].warp == xr[lo].warp {
-			hi++
-		}
-		c.groups = append(c.groups, [2]int{lo, hi})
-		lo = hi
-	}
-	for ylo := 0; ylo < len(yr); {
-		yhi := ylo
-		for yhi < len(yr) && yr[yhi].warp == yr[ylo].warp {
-			yhi++
-		}
-		for k, b := range yr[ylo:yhi] {
-			o.checked++
-			v := OrderViolation{
-				CTA: c.cur.cta, CTALinear: c.cur.linear, Payload: b.payload, Occurrence: k + 1,
-				B: c.warps[b.warp].ref, BStart: b.start, Missing: len(xr) == 0, NoA: len(xr) == 0,
-			}
-			late := false
-			for _, g := range c.groups {
-				switch {
-				case k >= g[1]-g[0]:
-					v.Missing, v.A, v.AEnd = true, c.warps[xr[g[0]].warp].ref, 0
-				case xr[g[0]+k].end > b.start && (!late || xr[g[0]+k].end > v.AEnd):
-					v.A, v.AEnd, late = c.warps[xr[g[0]].warp].ref, xr[g[0]+k].end, true
-				}
-				if v.Missing {
-					break
-				}
-			}
-			if v.Missing || late {
-				o.violate(v)
+// pairOf resolves x and y for query fn and returns their tracked series (-1
+// for one that never ran).
+func (a *Analyzer) pairOf(fn, x, y string) (xr, yr seriesRef, xs, ys int32, err error) {
+	if xr, err = a.resolve(x, false); err == nil {
+		if yr, err = a.resolve(y, false); err == nil {
+			if xs, err = a.lookup(xr); err == nil {
+				ys, err = a.lookup(yr)
 			}
 		}
-		ylo = yhi
 	}
+	if err != nil {
+		return xr, yr, 0, 0, fmt.Errorf("%s(%s, %s): %w", fn, x, y, err)
+	}
+	return xr, yr, xs, ys, nil
 }
 
 // Overlap returns overlap(x, y) over the warps added so far (see
-// [OverlapResult] for the definition). x and y are RANGE names of the
-// launch and may be equal; an unknown name is an [*UnknownRangeError].
+// [OverlapResult] for the definition). x and y are series ("role:range" or
+// a RANGE name, see [Series]) and may be equal; an unknown range name is an
+// [*UnknownRangeError], an unknown role an [*UnknownRoleError].
 func (a *Analyzer) Overlap(x, y string) (OverlapResult, error) {
-	xid, err := a.rangeID(x)
+	_, _, xs, ys, err := a.pairOf("overlap", x, y)
 	if err != nil {
-		return OverlapResult{}, fmt.Errorf("overlap(%s, %s): %w", x, y, err)
+		return OverlapResult{}, err
 	}
-	yid, err := a.rangeID(y)
-	if err != nil {
-		return OverlapResult{}, fmt.Errorf("overlap(%s, %s): %w", x, y, err)
-	}
-	res, ctas := a.cta.results()
-	return overlapOf(res, ctas, xid, yid, x, y, true), nil
+	return overlapOf(a.view(), xs, ys, x, y), nil
 }
 
-func overlapOf(res ctaResults, ctas []ctaInfo, xid, yid uint16, x, y string, list bool) OverlapResult {
+func overlapOf(st *ctaState, xs, ys int32, x, y string) OverlapResult {
 	r := OverlapResult{X: x, Y: y}
-	pairs := res.pairs[uint32(xid)<<16|uint32(yid)]
-	j := 0
-	for _, nc := range res.names[xid] {
-		var ov int64
-		for j < len(pairs) && pairs[j].cta < nc.cta {
-			j++
-		}
-		if j < len(pairs) && pairs[j].cta == nc.cta {
-			ov = pairs[j].overlapped
-		}
-		r.OverlappedNs += ov
-		r.ActiveNs += nc.activeNs
-		if nc.activeNs == 0 {
-			continue
-		}
-		info := ctas[nc.cta]
-		co := CTAOverlap{CTA: info.cta, CTALinear: info.linear, OverlappedNs: ov, ActiveNs: nc.activeNs,
-			Share: float64(ov) / float64(nc.activeNs)}
-		if list {
-			r.CTAs = append(r.CTAs, co)
-		}
-		if r.Worst.ActiveNs == 0 || co.Share < r.MinCTA {
-			r.Worst, r.MinCTA = co, co.Share
-		}
+	if xs < 0 {
+		return r
 	}
+	s := &st.series[xs]
+	r.ActiveNs, r.CTAs = s.active, s.ctas
+	if ys < 0 {
+		if s.hasFirst {
+			r.Worst = s.first
+		}
+		return r
+	}
+	p := &st.pairs[xs][ys]
+	r.OverlappedNs, r.MinCTA, r.Worst = p.overlapped, p.minShare, p.worst
 	if r.ActiveNs > 0 {
 		r.Overall = float64(r.OverlappedNs) / float64(r.ActiveNs)
 	}
 	return r
 }
 
-// OverlapMatrix returns the range names that ran (in id order) and m with
-// m[i][j] = overlap(names[i], names[j]).Overall. The slices are the
-// caller's.
+// matrixSeries returns the tracked series of the overlap matrix and
+// pipeline: every role's series by (role id, range id), then the
+// every-role series of the names more than one role ran, by range id.
+func (a *Analyzer) matrixSeries(st *ctaState) []int32 {
+	var keys []uint64
+	for i, s := range st.series {
+		g := s.g
+		if g == aggGroup && len(a.byName[s.name]) < 2 {
+			continue
+		}
+		keys = append(keys, uint64(g)<<32|uint64(s.name)<<16|uint64(i))
+	}
+	slices.Sort(keys)
+	out := make([]int32, len(keys))
+	for i, k := range keys {
+		out[i] = int32(uint16(k))
+	}
+	return out
+}
+
+// OverlapMatrix returns the series that ran (their [Series] text: every
+// role's series by role and range id, then the ranges more than one role
+// ran, over every role) and m with m[i][j] = overlap(names[i],
+// names[j]).Overall. It covers the first [MaxTrackedSeries] series. The
+// slices are the caller's.
 func (a *Analyzer) OverlapMatrix() (names []string, m [][]float64) {
-	res, ctas := a.cta.results()
-	ids := sortedNames(res.names)
+	st := a.view()
+	ids := a.matrixSeries(st)
 	names = make([]string, len(ids))
 	m = make([][]float64, len(ids))
 	for i, x := range ids {
-		names[i] = a.meta.NameText(x)
+		names[i] = a.seriesLabel(st.series[x].g, st.series[x].name)
 		m[i] = make([]float64, len(ids))
 		for j, y := range ids {
-			m[i][j] = overlapOf(res, ctas, x, y, "", "", false).Overall
+			m[i][j] = overlapOf(st, x, y, "", "").Overall
 		}
 	}
 	return names, m
@@ -624,42 +737,29 @@ func (a *Analyzer) OverlapMatrix() (names []string, m [][]float64) {
 // k-th x range later, when some such v has fewer than k, or when the CTA ran
 // no x range with payload p. So with one producer warp loading stage p (x,
 // payload p) each iteration and consumer warps computing on it (y, payload
-// p), consumption k of stage p must wait for load k of stage p. x and y must
-// be different RANGE names.
+// p), consumption k of stage p must wait for load k of stage p. x and y are
+// series (see [Series]) of different range names.
 func (a *Analyzer) Order(x, y string) (OrderResult, error) {
-	xid, err := a.rangeID(x)
+	xr, yr, xs, ys, err := a.pairOf("before", x, y)
 	if err != nil {
-		return OrderResult{}, fmt.Errorf("before(%s, %s): %w", x, y, err)
+		return OrderResult{}, err
 	}
-	yid, err := a.rangeID(y)
-	if err != nil {
-		return OrderResult{}, fmt.Errorf("before(%s, %s): %w", x, y, err)
-	}
-	if xid == yid {
+	if xr.name == yr.name {
 		return OrderResult{}, fmt.Errorf("before(%s, %s): %w", x, y, errSameRange)
 	}
-	res, ctas := a.cta.results()
+	r := OrderResult{A: x, B: y}
+	if ys < 0 {
+		return r, nil
+	}
+	st := a.view()
 	var acc orderAcc
-	if o := res.order[uint32(xid)<<16|uint32(yid)]; o != nil {
+	if xs < 0 { // no x anywhere: every y range lacks its A
+		s := &st.series[ys]
+		acc = orderAcc{checked: s.ranges, violations: s.ranges, worst: s.firstNoA, has: s.hasRanges}
+	} else if o := st.pairs[xs][ys].order; o != nil {
 		acc = *o
 	}
-	// CTAs that ran y but no x at all.
-	xs := res.names[xid]
-	j := 0
-	for _, nc := range res.names[yid] {
-		for j < len(xs) && xs[j].cta < nc.cta {
-			j++
-		}
-		if j < len(xs) && xs[j].cta == nc.cta {
-			continue
-		}
-		info := ctas[nc.cta]
-		acc.checked += uint64(nc.ranges)
-		acc.violate(OrderViolation{CTA: info.cta, CTALinear: info.linear, Payload: nc.payload, Occurrence: 1,
-			B: nc.first, BStart: nc.start, Missing: true, NoA: true})
-		acc.violations += uint64(nc.ranges) - 1
-	}
-	r := OrderResult{A: x, B: y, Checked: acc.checked, Violations: acc.violations}
+	r.Checked, r.Violations = acc.checked, acc.violations
 	if acc.has {
 		w := acc.worst
 		r.Worst = &w

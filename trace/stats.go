@@ -96,8 +96,12 @@ type Drops struct {
 	Attempted uint64 `json:"attempted"`
 	// AtLeast: some warp's event counter saturated, so Total and Attempted
 	// are lower bounds.
-	AtLeast bool        `json:"at_least,omitempty"`
-	Warps   []WarpDrops `json:"warps,omitempty"` // in slot order
+	AtLeast bool `json:"at_least,omitempty"`
+	// WarpsDropping counts the warps that dropped events or whose count
+	// saturated; Warps lists the first [MaxDropWarps]-1 of them in slot
+	// order, then the one of the rest that dropped the most.
+	WarpsDropping uint64      `json:"warps_dropping"`
+	Warps         []WarpDrops `json:"warps,omitempty"`
 }
 
 // Worst returns the warp that dropped the most events (the first such one),
@@ -134,24 +138,29 @@ type groupAcc struct {
 	lastRef WarpRef
 }
 
-// Analyzer computes statistics, overlap, order, occupancy and drops of one
-// launch from its decoded warps, fed one at a time with [Analyzer.Add] in
-// slot order (as a [Decoder] gives them). It copies what it needs: its
-// memory is bounded by the range durations per (role, range) (at most
-// [ExactDurations] each, then a fixed-size histogram), the ranges of one
-// CTA, a few numbers per CTA and name pair (see [Analyzer.Overlap]) and one
-// entry per warp that dropped events (or whose count saturated). The query methods may be called at any
-// time and account every warp added so far. An Analyzer is not safe for
-// concurrent use.
+// Analyzer computes statistics, overlap, order, lag, bubbles, occupancy and
+// drops of one launch from its decoded warps, fed one at a time with
+// [Analyzer.Add] in slot order (as a [Decoder] gives them). It copies what
+// it needs. Its time is linear in the ranges (n log n within a CTA) plus,
+// per CTA, the pairs of tracked series that ran in it; its memory is
+// bounded by the series (role, range) that ran, not by the name table or
+// the CTAs: the range durations per series (at most [ExactDurations] each,
+// then a fixed-size histogram), the ranges of one CTA, a few numbers per
+// pair of the first [MaxTrackedSeries] series (with [ExactLags] lags) and
+// the first [MaxDropWarps] warps that dropped events. The query methods may
+// be called at any time and account every warp added so far. An Analyzer is
+// not safe for concurrent use.
 type Analyzer struct {
 	meta  *LaunchMeta
 	exact int // ExactDurations; tests lower it
 
 	groups map[uint32]*groupAcc
 	accs   map[uint64]*rangeAcc
+	byName map[uint16][]uint32 // range id -> the roles (groups) that ran it, in order seen
 	drops  Drops
 	warps  uint64 // warps added
 	start  uint64 // started warps
+	gen    uint64 // Add calls, for the cached view
 
 	// per-warp scratch, indexed by name id
 	serial  uint32
@@ -161,9 +170,18 @@ type Analyzer struct {
 	counts  []uint64
 	tacc    []*rangeAcc
 	tagg    []*rangeAcc
+	tsid    [][2]int32
 
-	cta ctaAnalysis
+	rangeIDs [1 << 10]uint64 // bit set of the declared RANGE ids
+	sids     map[uint64]int32
+	st       ctaState
+	cta      ctaAnalysis
+	viewSt   *ctaState
+	viewGen  uint64
 }
+
+// MaxDropWarps bounds the warps [Drops.Warps] lists.
+const MaxDropWarps = 1000
 
 // NewAnalyzer returns an Analyzer for a launch described by meta (which
 // gives the names' texts; it must stay valid while the Analyzer is used).
@@ -173,10 +191,16 @@ func NewAnalyzer(meta *LaunchMeta) *Analyzer {
 		exact:  ExactDurations,
 		groups: map[uint32]*groupAcc{},
 		accs:   map[uint64]*rangeAcc{},
+		byName: map[uint16][]uint32{},
+		sids:   map[uint64]int32{},
 		stamp:  make([]uint32, 1<<16),
 		pos:    make([]int32, 1<<16),
 	}
-	a.cta.init()
+	for _, n := range meta.Names {
+		if n.Kind == NameRange {
+			a.rangeIDs[n.ID/64] |= 1 << (n.ID % 64)
+		}
+	}
 	return a
 }
 
@@ -187,18 +211,28 @@ func (a *Analyzer) Meta() *LaunchMeta { return a.meta }
 // Warps that never started count nowhere but in [Analyzer.Warps].
 func (a *Analyzer) Add(w *Warp) {
 	a.warps++
+	a.gen++
 	if !w.Started {
 		return
 	}
 	a.start++
 	ref := refOf(w)
 	if w.Dropped > 0 || w.CountSaturated {
-		a.drops.Warps = append(a.drops.Warps, WarpDrops{WarpRef: ref, Count: w.Count, Stored: w.Stored, Dropped: w.Dropped, AtLeast: w.CountSaturated})
+		a.drops.WarpsDropping++
+		wd := WarpDrops{WarpRef: ref, Count: w.Count, Stored: w.Stored, Dropped: w.Dropped, AtLeast: w.CountSaturated}
+		switch {
+		case len(a.drops.Warps) < MaxDropWarps-1:
+			a.drops.Warps = append(a.drops.Warps, wd)
+		case len(a.drops.Warps) == MaxDropWarps-1:
+			a.drops.Warps = append(a.drops.Warps, wd) // the last place: the worst of the rest
+		case wd.Dropped > a.drops.Warps[MaxDropWarps-1].Dropped:
+			a.drops.Warps[MaxDropWarps-1] = wd
+		}
 	}
 	a.drops.AtLeast = a.drops.AtLeast || w.CountSaturated
 	a.drops.Total += w.Dropped
 	a.drops.Attempted += w.Count
-	a.cta.add(w)
+	a.cta.closeIfOther(w, &a.st)
 
 	// Count ranges per name in this warp.
 	a.serial++
@@ -220,10 +254,16 @@ func (a *Analyzer) Add(w *Warp) {
 	}
 	a.tacc = a.tacc[:0]
 	a.tagg = a.tagg[:0]
+	a.tsid = a.tsid[:0]
 	for _, n := range a.touched {
 		a.tacc = append(a.tacc, a.acc(uint32(w.Role), n))
 		a.tagg = append(a.tagg, a.acc(aggGroup, n))
+		a.tsid = append(a.tsid, [2]int32{a.sid(uint32(w.Role), n), a.sid(aggGroup, n)})
 	}
+	a.cta.add(w, func(i int) (int32, int32) {
+		s := a.tsid[a.pos[w.Ranges[i].Name]]
+		return s[0], s[1]
+	})
 	for i := range w.Ranges {
 		r := &w.Ranges[i]
 		d := max(r.End-r.Start, 0)
@@ -289,6 +329,9 @@ func (a *Analyzer) acc(g uint32, name uint16) *rangeAcc {
 	if acc == nil {
 		acc = &rangeAcc{}
 		a.accs[k] = acc
+		if g != aggGroup {
+			a.byName[name] = append(a.byName[name], g)
+		}
 	}
 	return acc
 }
@@ -316,10 +359,14 @@ func (a *Analyzer) roleText(r uint32) string {
 
 // Stats returns one row per (role, range name) seen, ordered by role id
 // (warps without a role first) then range id, followed by the rows of every
-// role together (Role ""), ordered by range id. The slice is the caller's.
+// role together (Role "") for the range names more than one role ran,
+// ordered by range id. The slice is the caller's.
 func (a *Analyzer) Stats() []RangeStats {
 	keys := make([]uint64, 0, len(a.accs))
 	for k := range a.accs {
+		if uint32(k>>16) == aggGroup && len(a.byName[uint16(k)]) < 2 {
+			continue
+		}
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
@@ -331,10 +378,18 @@ func (a *Analyzer) Stats() []RangeStats {
 }
 
 // RangeStat returns the row of one role (text, [NoRole], or "" for every
-// role) and range name. A role that ran no such range gives a row with
-// Count 0 (and RoleWarps set); an unknown range name or a role that no warp
-// had is an error.
+// role) and range name. rangeName may be a role-qualified [Series]
+// ("producer:load"), which sets the role when role is "" and must agree
+// with it otherwise. A role that ran no such range gives a row with Count 0
+// (and RoleWarps set); an unknown range name or a role that no warp had is
+// an error.
 func (a *Analyzer) RangeStat(role, rangeName string) (RangeStats, error) {
+	if s := ParseSeries(rangeName); s.Role != "" {
+		if role != "" && role != s.Role {
+			return RangeStats{}, fmt.Errorf("range stats of %q: role %q given twice, differently", rangeName, role)
+		}
+		role, rangeName = s.Role, s.Range
+	}
 	id, err := a.rangeID(rangeName)
 	if err != nil {
 		return RangeStats{}, err
@@ -451,12 +506,11 @@ func (a *Analyzer) aggQuantiles(id uint16) (func(float64) float64, bool) {
 	var parts []*durations
 	n := 0
 	sketched := false
-	for k, acc := range a.accs {
-		if uint16(k) == id && uint32(k>>16) != aggGroup {
-			parts = append(parts, &acc.d)
-			n += len(acc.d.exact)
-			sketched = sketched || acc.d.sk != nil
-		}
+	for _, g := range a.byName[id] {
+		acc := a.accs[uint64(g)<<16|uint64(id)]
+		parts = append(parts, &acc.d)
+		n += len(acc.d.exact)
+		sketched = sketched || acc.d.sk != nil
 	}
 	var m durations
 	if !sketched && n <= a.exact {
@@ -585,18 +639,7 @@ func (s *logSketch) quantile(p float64) float64 {
 	if s.n == 0 {
 		return 0
 	}
-	r := nearestRank(p, s.n)
-	seen := s.zero
-	if seen >= r {
-		return 0
-	}
-	for j, c := range s.counts {
-		seen += c
-		if seen >= r {
-			return 2 * math.Pow(sketchGamma, float64(s.off+j)) / (sketchGamma + 1)
-		}
-	}
-	return 2 * math.Pow(sketchGamma, float64(s.off+len(s.counts)-1)) / (sketchGamma + 1)
+	return s.atRank(nearestRank(p, s.n))
 }
 
 // sortedNames returns the keys of m in id order.

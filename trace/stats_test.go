@@ -123,12 +123,7 @@ func TestStats(t *testing.T) {
 		// 12 durations 1..10, 100, 200: p50 = 6th = 6, p90 = ceil(10.8) = 11th = 100, p99 = 12th = 200.
 		{Role: "consumer", Range: "compute", Count: 12, TotalNs: 355, MeanNs: 355.0 / 12, P50Ns: 6, P90Ns: 100, P99Ns: 200, MinNs: 1, MaxNs: 200,
 			Exact: true, Share: 355.0 / 23000, Warps: 2, RoleWarps: 3, MinPerWarp: 0, MaxPerWarp: 10, MinWarp: ref(0, 3), MaxWarp: ref(0, 1), LongestWarp: ref(0, 2)},
-		{Role: "", Range: "load", Count: 2, TotalNs: 12, MeanNs: 6, P50Ns: 5, P90Ns: 7, P99Ns: 7, MinNs: 5, MaxNs: 7,
-			Exact: true, Share: 0.12, Warps: 1, RoleWarps: 5, MinPerWarp: 0, MaxPerWarp: 2, MinWarp: ref(1, 0), MaxWarp: ref(0, 0), LongestWarp: ref(0, 0)},
-		{Role: "", Range: "compute", Count: 12, TotalNs: 355, MeanNs: 355.0 / 12, P50Ns: 6, P90Ns: 100, P99Ns: 200, MinNs: 1, MaxNs: 200,
-			Exact: true, Share: 355.0 / 23000, Warps: 2, RoleWarps: 5, MinPerWarp: 0, MaxPerWarp: 10, MinWarp: ref(0, 0), MaxWarp: ref(0, 1), LongestWarp: ref(0, 2)},
-		{Role: "", Range: "other", Count: 1, TotalNs: 4, MeanNs: 4, P50Ns: 4, P90Ns: 4, P99Ns: 4, MinNs: 4, MaxNs: 4,
-			Exact: true, Share: 0.4, Warps: 1, RoleWarps: 5, MinPerWarp: 0, MaxPerWarp: 1, MinWarp: ref(0, 3), MaxWarp: ref(1, 0), LongestWarp: ref(1, 0)},
+		// No all-roles rows: each name ran on one role only.
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(1e-12, 0)); diff != "" {
 		t.Errorf("Stats (-want +got):\n%s", diff)
@@ -300,7 +295,7 @@ func TestDrops(t *testing.T) {
 		tw{cta: 1, warp: 2, first: 0, last: 1, dropped: 9, ranges: []rng{{tLoad, 0, 0, 1}}},
 	)
 	got := a.Drops()
-	want := Drops{Total: 14, Attempted: 16, Warps: []WarpDrops{
+	want := Drops{Total: 14, Attempted: 16, WarpsDropping: 2, Warps: []WarpDrops{
 		{WarpRef: ref(0, 0), Count: 5, Dropped: 5},
 		{WarpRef: ref(1, 2), Count: 11, Stored: 2, Dropped: 9},
 	}}
@@ -319,7 +314,7 @@ func TestDrops(t *testing.T) {
 		tw{cta: 0, warp: 0, first: 0, last: 1, dropped: 5},
 		tw{cta: 0, warp: 1, first: 0, last: 1, dropped: 7, saturated: true},
 	)
-	want = Drops{Total: 12, Attempted: 12, AtLeast: true, Warps: []WarpDrops{
+	want = Drops{Total: 12, Attempted: 12, AtLeast: true, WarpsDropping: 2, Warps: []WarpDrops{
 		{WarpRef: ref(0, 0), Count: 5, Dropped: 5},
 		{WarpRef: ref(0, 1), Count: 7, Dropped: 7, AtLeast: true},
 	}}

@@ -121,7 +121,10 @@ type Warp struct {
 	Events      []Event
 	Ranges      []Range
 	Marks       []Mark
-	Violations  []Violation
+	// Violations are the warp's first [MaxWarpViolations] violations;
+	// MoreViolations counts the others.
+	Violations     []Violation
+	MoreViolations int
 }
 
 // ViolationKind classifies a pairing or recording problem.

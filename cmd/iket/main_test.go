@@ -117,7 +117,7 @@ func TestValidateStatsExport(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("stats --json: %v\n%s", err, out)
 	}
-	if st.Kernel != "warp_roles" || len(st.Clocks) != 132 || len(st.Names) != 3 {
+	if st.Kernel != "warp_roles" || len(st.Clocks) != 132 || len(st.Names) != 5 {
 		t.Errorf("stats --json: kernel %q, %d clocks, names %v", st.Kernel, len(st.Clocks), st.Names)
 	}
 	dir := t.TempDir()
