@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -135,9 +134,9 @@ func (s *Spec) Path(p string) string {
 
 // Load reads and validates the spec file at path.
 func Load(path string) (*Spec, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSpecFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("load spec: %w", err)
+		return nil, err
 	}
 	s, err := Parse(bytes.NewReader(b), path)
 	if err != nil {
@@ -294,6 +293,9 @@ func (a *Arg) validate(field string) []error {
 				break
 			}
 			n *= d
+		}
+		if sz := uint64(b.DType.Size()); sz > 0 && n <= 1<<40 && n*sz > MaxBufferBytes {
+			add(fieldErr(f+".shape", "%v: %d elements of %d bytes, more than the %d-byte limit of a buffer", b.Shape, n, sz, uint64(MaxBufferBytes)))
 		}
 		if b.Init == nil && !b.Output {
 			add(fieldErr(f+".init", "missing: an input buffer needs init (uniform, normal, arange, constant or file); outputs say output: true"))

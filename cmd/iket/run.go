@@ -85,6 +85,9 @@ its warps recorded; iket exits 2.`,
 				if err != nil {
 					return failWith(exitError, err)
 				}
+				if err := s.CheckFiles(); err != nil {
+					return failWith(exitError, fmt.Errorf("%s: %w", o.spec, err))
+				}
 				if prog, src, base, err = specProgram(s, o.spec); err != nil {
 					return failWith(exitError, err)
 				}
