@@ -42,7 +42,9 @@ func (e *CheckError) Is(target error) bool { return target == ErrInvalidTrace }
 
 // CheckValid reads a Perfetto trace and checks it against the rules the
 // trace processor applies on import (docs/PERFETTO-EXPORT.md lists them):
-// sequence ids, timestamps, interning per sequence, unique track uuids with
+// sequence ids, timestamps (converted from sequence-scoped and incremental
+// clocks through their clock snapshots), trace packet defaults, interning
+// per sequence, unique track uuids with
 // parents declared first, unique sibling names unless merging is off,
 // counter events only on counter tracks, per-track LIFO balance of slices
 // after the processor's stable sort by timestamp, depth at most 512, and
@@ -77,6 +79,20 @@ type chkSeq struct {
 	cleared bool
 	names   map[uint64]bool
 	annots  map[uint64]bool
+	// trace_packet_defaults (incremental state: cleared with it)
+	defClock uint32
+	defTrack uint64
+	hasTrack bool
+	// sequence-scoped clocks (not incremental state)
+	clocks map[uint32]*chkClock
+}
+
+// chkClock is a sequence-scoped clock: its offset to BOOTTIME and, when
+// incremental, the running value its deltas add to.
+type chkClock struct {
+	incremental bool
+	last        int64
+	offset      int64
 }
 
 type chkFlow struct {
@@ -208,7 +224,7 @@ func (c *checker) packet(p *pb.TracePacket) {
 	if seqID != 0 {
 		seq = c.seqs[seqID]
 		if seq == nil {
-			seq = &chkSeq{names: map[uint64]bool{}, annots: map[uint64]bool{}}
+			seq = &chkSeq{names: map[uint64]bool{}, annots: map[uint64]bool{}, clocks: map[uint32]*chkClock{}}
 			c.seqs[seqID] = seq
 		}
 	}
@@ -217,6 +233,17 @@ func (c *checker) packet(p *pb.TracePacket) {
 		seq.cleared = true
 		clear(seq.names)
 		clear(seq.annots)
+		seq.defClock, seq.defTrack, seq.hasTrack = 0, 0, false
+	}
+	if d := p.GetTracePacketDefaults(); d != nil {
+		if seq == nil {
+			c.bad(i, 0, "trace_packet_defaults on a packet without a sequence id")
+		} else {
+			// New defaults replace the old ones whole.
+			seq.defClock = d.GetTimestampClockId()
+			ted := d.GetTrackEventDefaults()
+			seq.defTrack, seq.hasTrack = ted.GetTrackUuid(), ted != nil && ted.TrackUuid != nil
+		}
 	}
 	if id := p.GetInternedData(); id != nil {
 		switch {
@@ -241,43 +268,62 @@ func (c *checker) packet(p *pb.TracePacket) {
 			}
 		}
 	}
+	if cs := p.GetClockSnapshot(); cs != nil {
+		c.clockSnapshot(i, seq, cs)
+	}
 	if td := p.GetTrackDescriptor(); td != nil {
 		c.descriptor(i, td)
+	}
+	// Every timestamp is converted, in file order: an incremental clock's
+	// deltas add up whatever the packet holds.
+	var ts uint64
+	tsOK := false
+	if p.Timestamp != nil {
+		ts, tsOK = c.timestamp(i, seq, p)
 	}
 	te := p.GetTrackEvent()
 	if te == nil {
 		return
 	}
+	track := te.GetTrackUuid()
+	if te.TrackUuid == nil {
+		if seq == nil || !seq.hasTrack {
+			c.bad(i, 0, "track event names no track and its sequence has no default track")
+			return
+		}
+		track = seq.defTrack
+	}
 	if seqID == 0 {
-		c.bad(i, te.GetTrackUuid(), "track event without trusted_packet_sequence_id (dropped by the processor)")
+		c.bad(i, track, "track event without trusted_packet_sequence_id (dropped by the processor)")
 		return
 	}
 	if p.Timestamp == nil {
-		c.bad(i, te.GetTrackUuid(), "track event without a timestamp")
+		c.bad(i, track, "track event without a timestamp")
 		return
 	}
-	ts := p.GetTimestamp()
-	if ts >= 1<<63 {
-		c.bad(i, te.GetTrackUuid(), "timestamp %d not below 2^63", ts)
+	if !tsOK {
+		return
 	}
 	usesIID := te.NameIid != nil
 	if te.NameIid != nil && (te.GetNameIid() == 0 || !seq.names[te.GetNameIid()]) {
-		c.bad(i, te.GetTrackUuid(), "name iid %d not interned on sequence %d", te.GetNameIid(), seqID)
+		c.bad(i, track, "name iid %d not interned on sequence %d", te.GetNameIid(), seqID)
 	}
 	for _, da := range te.GetDebugAnnotations() {
 		if da.NameIid != nil {
 			usesIID = true
 			if da.GetNameIid() == 0 || !seq.annots[da.GetNameIid()] {
-				c.bad(i, te.GetTrackUuid(), "debug annotation name iid %d not interned on sequence %d", da.GetNameIid(), seqID)
+				c.bad(i, track, "debug annotation name iid %d not interned on sequence %d", da.GetNameIid(), seqID)
 			}
 		}
 	}
-	if usesIID && (!seq.cleared || flags&seqNeedsIncremental == 0) {
-		c.bad(i, te.GetTrackUuid(), "uses interned names without NEEDS_INCREMENTAL_STATE on a cleared sequence")
+	// The processor looks interned names up whatever the packet's flags;
+	// NEEDS_INCREMENTAL_STATE only makes it skip packets after a loss.
+	if usesIID && !seq.cleared {
+		c.bad(i, track, "uses interned names on a sequence whose incremental state was never cleared")
 	}
-	t := c.tracks[te.GetTrackUuid()]
+	t := c.tracks[track]
 	if t == nil {
-		c.bad(i, te.GetTrackUuid(), "event on track %#x with no descriptor before it", te.GetTrackUuid())
+		c.bad(i, track, "event on track %#x with no descriptor before it", track)
 		return
 	}
 	typ := te.GetType()
@@ -311,6 +357,91 @@ func (c *checker) packet(p *pb.TracePacket) {
 	for _, id := range te.GetTerminatingFlowIds() {
 		c.flow(i, t.uuid, id, ts, false)
 	}
+}
+
+// clockSnapshot registers a snapshot's sequence-scoped clocks, each with
+// its offset to BOOTTIME, which the snapshot must hold (the only path to
+// trace time the checker follows).
+func (c *checker) clockSnapshot(i int, seq *chkSeq, cs *pb.ClockSnapshot) {
+	var boot int64
+	haveBoot := false
+	for _, k := range cs.GetClocks() {
+		if k.GetClockId() == clockBoottime {
+			boot, haveBoot = int64(k.GetTimestamp()), true
+		}
+	}
+	for _, k := range cs.GetClocks() {
+		id := k.GetClockId()
+		if id < 64 || id >= 128 {
+			if k.GetIsIncremental() {
+				c.bad(i, 0, "clock %d is incremental but not sequence-scoped", id)
+			}
+			continue
+		}
+		switch {
+		case seq == nil:
+			c.bad(i, 0, "sequence-scoped clock %d in a snapshot without a sequence id", id)
+			continue
+		case !haveBoot:
+			c.bad(i, 0, "clock %d in a snapshot without BOOTTIME: no path to trace time", id)
+			continue
+		case k.GetUnitMultiplierNs() > 1:
+			c.bad(i, 0, "clock %d has a unit multiplier the checker does not follow", id)
+			continue
+		}
+		ck := seq.clocks[id]
+		if ck == nil {
+			ck = &chkClock{incremental: k.GetIsIncremental()}
+			seq.clocks[id] = ck
+		} else if ck.incremental != k.GetIsIncremental() {
+			c.bad(i, 0, "clock %d registered again with is_incremental %t", id, k.GetIsIncremental())
+		}
+		ck.last = int64(k.GetTimestamp())
+		ck.offset = boot - ck.last
+	}
+}
+
+// timestamp converts packet p's timestamp to trace time (BOOTTIME ns),
+// stepping its clock when that is incremental; it reports false, after an
+// error, when the processor could not convert it.
+func (c *checker) timestamp(i int, seq *chkSeq, p *pb.TracePacket) (uint64, bool) {
+	raw := p.GetTimestamp()
+	id := p.GetTimestampClockId()
+	if id == 0 && seq != nil {
+		id = seq.defClock
+	}
+	var ts int64
+	switch {
+	case id == 0 || id == clockBoottime:
+		if raw >= 1<<63 {
+			c.bad(i, 0, "timestamp %d not below 2^63", raw)
+			return 0, false
+		}
+		return raw, true
+	case id >= 64 && id < 128:
+		var ck *chkClock
+		if seq != nil {
+			ck = seq.clocks[id]
+		}
+		if ck == nil {
+			c.bad(i, 0, "timestamp on clock %d with no clock snapshot on its sequence before it (dropped by the processor)", id)
+			return 0, false
+		}
+		if ck.incremental {
+			ck.last += int64(raw) // a delta, possibly negative
+			ts = ck.last + ck.offset
+		} else {
+			ts = int64(raw) + ck.offset
+		}
+	default:
+		c.bad(i, 0, "timestamp on clock %d, which the checker does not follow", id)
+		return 0, false
+	}
+	if ts < 0 {
+		c.bad(i, 0, "timestamp %d ns in trace time is negative", ts)
+		return 0, false
+	}
+	return uint64(ts), true
 }
 
 func (c *checker) flow(i int, track, id, ts uint64, out bool) {

@@ -2,7 +2,6 @@ package perfetto
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -117,7 +116,7 @@ func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
 // transitions ts ((time - tmin) << 1 | begin): at each distinct time, the
 // count after all the transitions at that time. It feeds the launch
 // summary. The packets are those of [Writer.counter], encoded with the
-// buffer and the timestamp cache in locals.
+// buffer and the incremental clock's state in locals.
 func (w *Writer) counterSteps(ct *counterTmpl, key uint32, ts []uint64, tmin int64) {
 	b := w.buf
 	if w.opt.Compress {
@@ -148,15 +147,7 @@ func (w *Writer) counterSteps(ct *counterTmpl, key uint32, ts []uint64, tmin int
 		q := b[:p0+packetSlack]
 		q[p0] = byte(fTracePacket<<3 | 2)
 		q[p0+2] = byte(fPktTimestamp << 3)
-		i := p0 + 3
-		if u := uint64(t); u>>28 == tc.hi { // tsCache.put
-			x := uint32(u) & (1<<28 - 1)
-			binary.LittleEndian.PutUint32(q[i:i+4], x&0x7f|(x<<1)&0x7f00|(x<<2)&0x7f0000|(x<<3)&0x7f000000|0x80808080)
-			binary.LittleEndian.PutUint64(q[i+4:i+12], tc.enc)
-			i += 4 + tc.n
-		} else {
-			i = tc.miss(q, i, u)
-		}
+		i := tc.put(q, p0+3, t)
 		*(*[32]byte)(q[i : i+32]) = ct.b
 		te := i + int(ct.lenAt)
 		i = putUv(q, i+int(ct.n), uint64(v))
@@ -327,7 +318,7 @@ func (w *Writer) counter(ct *counterTmpl, t int64, v int64) {
 	q := b[:p0+packetSlack]
 	q[p0] = byte(fTracePacket<<3 | 2)
 	q[p0+2] = byte(fPktTimestamp << 3)
-	k := w.ts.put(q, p0+3, uint64(t))
+	k := w.ts.put(q, p0+3, t)
 	*(*[32]byte)(q[k : k+32]) = ct.b
 	te := k + int(ct.lenAt)
 	k = putUv(q, k+int(ct.n), uint64(v))
@@ -339,7 +330,7 @@ func (w *Writer) counter(ct *counterTmpl, t int64, v int64) {
 
 // doubleCounter writes one floating-point counter sample.
 func (w *Writer) doubleCounter(track uint64, t int64, v float64) {
-	b := w.packetHead(w.pk[:0], t, false)
+	b := w.packetHead(w.pk[:0], t)
 	var at int
 	b, at = openLen(b, fPktTrackEvent)
 	b = appendVarintField(b, fTEType, typeCounter)

@@ -157,11 +157,15 @@ func (w *Writer) flushCTA() error {
 	d = append(d, ": "...)
 	d = appendUint(d, uint64(c.n))
 	w.desc = append(d, " started warps"...)
-	w.trackDesc(ctaID, smID, int32(min(c.linear, math.MaxInt32)), true, true, false, w.sc, "", w.desc)
+	w.trackDesc(ctaID, smID, int32(min(c.linear, math.MaxInt32)), true, true, false, w.sc, "", w.desc, false)
 	if w.opt.Counters {
 		w.ctaCounters(ctaID, ctaSlot)
 	}
+	w.writeIdle(ctaID)
 	for i := range c.warps {
+		if c.warps[i].idle() {
+			continue
+		}
 		v := c.view(i)
 		var heads []int32
 		if w.opt.Flows {
@@ -172,6 +176,64 @@ func (w *Writer) flushCTA() error {
 		}
 	}
 	return w.err
+}
+
+// idle reports whether the warp recorded no event but its role: it started
+// and finished, kept every event and has no range, mark or violation.
+// Such warps (the idle warps of a warp group) are folded into one track per
+// role in their CTA.
+func (cw *ctaWarp) idle() bool {
+	in := &cw.info
+	return cw.r0 == cw.r1 && cw.m0 == cw.m1 && cw.v0 == cw.v1 && in.finished && in.dropped == 0 && in.trimmed == 0
+}
+
+// writeIdle writes, for each role with idle warps in the buffered CTA, one
+// track "CTA's N idle ROLE warps" in place of theirs, ranked where the
+// first of them would be and described with their warp indices.
+func (w *Writer) writeIdle(ctaID uint64) {
+	c := &w.cta
+	for i := range c.warps {
+		first := &c.warps[i]
+		if !first.idle() {
+			continue
+		}
+		role := first.info.role
+		seen := false
+		for j := range c.warps[:i] {
+			if c.warps[j].idle() && c.warps[j].info.role == role {
+				seen = true
+				break
+			}
+		}
+		if seen {
+			continue
+		}
+		n := 0
+		d := append(w.desc[:0], "warps "...)
+		for j := i; j < len(c.warps); j++ {
+			cw := &c.warps[j]
+			if !cw.idle() || cw.info.role != role {
+				continue
+			}
+			if n > 0 {
+				d = append(d, ", "...)
+			}
+			d = appendUint(d, uint64(cw.info.warp))
+			n++
+		}
+		w.desc = append(d, ": started and finished, recorded no event but their role"...)
+		w.sc = appendUint(w.sc[:0], uint64(n))
+		w.sc = append(w.sc, " idle "...)
+		if role != 0 {
+			w.sc = append(append(w.sc, w.lm.NameText(role)...), ' ')
+		}
+		w.sc = append(w.sc, "warp"...)
+		if n > 1 {
+			w.sc = append(w.sc, 's')
+		}
+		w.trackDesc(w.slotTrack(first.info.slot, 0), ctaID, int32(min(first.info.warp, math.MaxInt32)), true, false, false, w.sc, "", w.desc, false)
+		w.stats.IdleWarps += n
+	}
 }
 
 // appendCTA writes a CTA's coordinates: "7" for a 1-D grid, else "7,1,0".
@@ -215,8 +277,8 @@ func (w *Writer) writeWarp(ctaID uint64, v *warpView, flowHeads []int32) (err er
 		w.sc = appendUint(w.sc, in.dropped)
 		w.sc = append(w.sc, ')')
 	}
-	w.desc = appendWarpDesc(w.desc[:0], w.lm, in)
-	w.trackDesc(warpID, ctaID, int32(min(in.warp, math.MaxInt32)), true, true, false, w.sc, "", w.desc)
+	w.desc = appendWarpDesc(w.desc[:0], in)
+	w.trackDesc(warpID, ctaID, int32(min(in.warp, math.MaxInt32)), true, nl > 0, false, w.sc, "", w.desc, true)
 	w.lane = w.lane[:0]
 	for l := range nl {
 		id := w.slotTrack(in.slot, uint64(l)+1)
@@ -225,7 +287,7 @@ func (w *Writer) writeWarp(ctaID uint64, v *warpView, flowHeads []int32) (err er
 		w.sc = appendUint(w.sc, uint64(l))
 		w.track(id, warpID, int32(l), true, false, false, w.sc, "")
 	}
-	w.tmpl.set(w.seq, in, warpID, w.lane)
+	w.tmpl.set(w.seq, w.lane)
 	c := w.bd.checkStart(nl)
 	if i := w.encodeEvents(v, flowHeads, c.t); i >= 0 {
 		return w.modelError(in.slot, nl, i)
@@ -247,20 +309,23 @@ func (w *Writer) modelError(slot uint64, nLanes, i int) error {
 	return &ModelError{Launch: w.li, Slot: slot, Event: i, Msg: "failed the streaming check only (writer bug)"}
 }
 
-// internEvent appends interned_data defining the name of event e (iid).
-func (w *Writer) internEvent(b []byte, iid uint64, e *mev, v *warpView) []byte {
+// internEvent gives the name of event e, key, its iid and appends
+// interned_data defining it.
+func (w *Writer) internEvent(b []byte, key uint32, e *mev, v *warpView) ([]byte, uint64) {
+	iid := uint64(w.names.add(key))
+	payload := uint16(key)
 	switch e.src() {
 	case srcRange:
 		r := &v.ranges[e.idx]
-		return w.intern(b, iid, func(s []byte) []byte { return appendRangeName(s, w.lm, r.Name, r.Flags) })
+		return w.intern(b, iid, func(s []byte) []byte { return appendRangeName(s, w.lm, r.Name, r.Flags, payload) }), iid
 	case srcMark:
 		name := v.marks[e.idx].Name
-		return w.intern(b, iid, func(s []byte) []byte { return appendName(s, w.lm, name) })
+		return w.intern(b, iid, func(s []byte) []byte { return appendName(s, w.lm, name) }), iid
 	case srcDrop:
-		return w.intern(b, iid, func(s []byte) []byte { return append(s, "dropped events"...) })
+		return w.intern(b, iid, func(s []byte) []byte { return append(s, "dropped events"...) }), iid
 	default:
 		k := v.viols[e.idx].kind
-		return w.intern(b, iid, func(s []byte) []byte { return append(append(s, "violation: "...), k.String()...) })
+		return w.intern(b, iid, func(s []byte) []byte { return append(append(s, "violation: "...), k.String()...) }), iid
 	}
 }
 
@@ -287,8 +352,16 @@ func appendName(b []byte, lm *trace.LaunchMeta, id uint16) []byte {
 	return append(b, lm.NameText(id)...)
 }
 
-func appendRangeName(b []byte, lm *trace.LaunchMeta, id uint16, f trace.RangeFlags) []byte {
-	b = appendName(b, lm, id)
+// appendPayload appends "/payload" when payload is not 0.
+func appendPayload(b []byte, payload uint16) []byte {
+	if payload == 0 {
+		return b
+	}
+	return appendUint(append(b, '/'), uint64(payload))
+}
+
+func appendRangeName(b []byte, lm *trace.LaunchMeta, id uint16, f trace.RangeFlags, payload uint16) []byte {
+	b = appendPayload(appendName(b, lm, id), payload)
 	switch f & 3 {
 	case trace.RangeUnclosed:
 		b = append(b, " (unclosed)"...)

@@ -96,27 +96,13 @@ func describeLaunch(l *trace.LaunchMeta, info *LaunchInfo) string {
 
 func dim3(d [3]uint32) string { return fmt.Sprintf("(%d,%d,%d)", d[0], d[1], d[2]) }
 
-// appendWarpDesc appends a warp track's description.
-func appendWarpDesc(b []byte, l *trace.LaunchMeta, in *warpInfo) []byte {
-	b = append(b, "slot "...)
-	b = appendUint(b, in.slot)
-	b = append(b, ": sm "...)
-	b = appendUint(b, uint64(in.sm))
-	b = append(b, ", cta "...)
-	b = appendUint(b, uint64(in.cta[0]))
-	b = append(b, ',')
-	b = appendUint(b, uint64(in.cta[1]))
-	b = append(b, ',')
-	b = appendUint(b, uint64(in.cta[2]))
-	b = append(b, ", warp "...)
-	b = appendUint(b, uint64(in.warp))
-	b = append(b, ", role "...)
-	if in.role != 0 {
-		b = append(b, l.NameText(in.role)...)
-	} else {
-		b = append(b, "none"...)
+// appendWarpDesc appends a warp track's description: nothing for a warp
+// that finished and kept every event (its name, its parents and its slices
+// say all), else its event counts and whether it finished.
+func appendWarpDesc(b []byte, in *warpInfo) []byte {
+	if in.finished && in.dropped == 0 && in.trimmed == 0 {
+		return b
 	}
-	b = append(b, "; "...)
 	b = appendUint(b, in.count)
 	b = append(b, " events attempted, "...)
 	b = strconv.AppendInt(b, int64(in.stored), 10)

@@ -20,8 +20,8 @@ import (
 // fixed-size parts of a packet go into a window of packetSlack bytes
 // reserved past the buffer's end, as index stores and whole copies of the
 // warp's templates; strings, interned names and flow ids, which have no
-// size bound, are appended by slower code. The timestamp cache and the
-// buffer stay in locals and are written back at the end.
+// size bound, are appended by slower code. The incremental clock's state
+// and the buffer stay in locals and are written back at the end.
 func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) int {
 	b := w.buf
 	if w.opt.Compress {
@@ -38,7 +38,7 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 	nt := min(len(tp.lanes), len(chk))
 	lanes, chk := tp.lanes[:nt], chk[:nt]
 	ranges, marks := v.ranges, v.marks
-	interned := w.interned
+	raw := w.opt.RawCycles
 	ts := w.ts
 	bad := -1
 	evs := w.bd.evs
@@ -68,14 +68,18 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 		q[p0] = byte(fTracePacket<<3 | 2)
 		q[p0+2] = byte(fPktTimestamp << 3)
 		k := p0 + 3
-		if u := uint64(e.ts); u>>28 == ts.hi {
-			x := uint32(u) & (1<<28 - 1)
-			binary.LittleEndian.PutUint32(q[k:k+4], x&0x7f|(x<<1)&0x7f00|(x<<2)&0x7f0000|(x<<3)&0x7f000000|0x80808080)
-			binary.LittleEndian.PutUint64(q[k+4:k+12], ts.enc)
-			k += 4 + ts.n
+		// The timestamp, a delta on the sequence's incremental clock
+		// (tsDelta.put).
+		if d := uint64(e.ts - ts.last); d < 0x80 {
+			q[k] = byte(d)
+			k++
+		} else if d < 1<<14 {
+			q[k], q[k+1] = byte(d)|0x80, byte(d>>7)
+			k += 2
 		} else {
-			k = ts.miss(q, k, u)
+			k = putUvLong(q, k, d)
 		}
+		ts.last = e.ts
 		lp := &lanes[lt]
 		if e.typ() == typeSliceEnd {
 			*(*[32]byte)(q[k : k+32]) = lp.end
@@ -89,22 +93,34 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 		}
 		*(*[16]byte)(q[k : k+16]) = tp.flags
 		k += int(tp.flagsN)
-		var iid uint64
+		var key uint32
 		var r *trace.Range
+		var m *trace.Mark
 		switch e.src() {
 		case srcRange:
 			r = &ranges[e.idx]
-			iid = rangeIID(r.Name, r.Flags)
+			key = rangeKey(r.Name, r.Flags, r.Payload)
 		case srcMark:
-			iid = 1 + uint64(marks[e.idx].Name&0x1fff)
+			m = &marks[e.idx]
+			key = rangeKey(m.Name, 0, 0)
 		case srcDrop:
-			iid = iidDrop
+			key = keyDrop
 		default:
-			iid = iidViolation + uint64(min(v.viols[e.idx].kind, 31))
+			key = keyViolation + uint32(min(v.viols[e.idx].kind, 31))
 		}
-		if interned[iid>>6]&(1<<(iid&63)) == 0 {
-			b = w.internEvent(q[:k], iid, e, v)
-			b = grow(b, packetSlack)
+		iid := uint64(w.names.lookup(key))
+		// A payload variant past the table's bound: the plain name, with
+		// the payload as an annotation.
+		payloadAnnot := false
+		if iid == 0 && key < keyOwn && uint16(key) != 0 && w.names.full() {
+			key &^= 0xffff
+			payloadAnnot = true
+			iid = uint64(w.names.lookup(key))
+		}
+		if iid == 0 {
+			var nb []byte
+			nb, iid = w.internEvent(q[:k], key, e, v)
+			b = grow(nb, packetSlack)
 			k = len(b)
 			q = b[:k+packetSlack]
 		}
@@ -121,58 +137,29 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 			binary.LittleEndian.PutUint64(q[k+1:k+9], x)
 			k += 1 + n
 		}
-		*(*[48]byte)(q[k : k+48]) = tp.annots
-		k += int(tp.annotN)
 		switch e.src() {
 		case srcRange:
-			// payload, start_cycles, end_cycles and, on an async lane, lane.
-			if r.StartCycles|r.EndCycles >= 1<<56 {
+			if payloadAnnot {
 				k = putAnnot(q, k, daPayload, uint64(r.Payload))
+			}
+			if raw {
 				k = putAnnot(q, k, daStartCycles, r.StartCycles)
 				k = putAnnot(q, k, daEndCycles, r.EndCycles)
-			} else {
-				if p := uint64(r.Payload); p < 0x80 {
-					binary.LittleEndian.PutUint64(q[k:k+8], annotSmall(daPayload, p))
-					k += 6
-				} else {
-					x, n := uv56(p)
-					binary.LittleEndian.PutUint64(q[k:k+8], annotHead|uint64(3+n)<<8|daPayload<<24)
-					binary.LittleEndian.PutUint64(q[k+5:k+13], x)
-					k += 5 + n
-				}
-				x, n := uv56(r.StartCycles)
-				binary.LittleEndian.PutUint64(q[k:k+8], annotHead|uint64(3+n)<<8|daStartCycles<<24)
-				binary.LittleEndian.PutUint64(q[k+5:k+13], x)
-				k += 5 + n
-				x, n = uv56(r.EndCycles)
-				binary.LittleEndian.PutUint64(q[k:k+8], annotHead|uint64(3+n)<<8|daEndCycles<<24)
-				binary.LittleEndian.PutUint64(q[k+5:k+13], x)
-				k += 5 + n
-			}
-			if lt > 0 {
-				if lt <= 0x80 {
-					binary.LittleEndian.PutUint64(q[k:k+8], annotSmall(daLane, uint64(lt-1)))
-					k += 6
-				} else {
-					k = putAnnot(q, k, daLane, uint64(lt-1))
-				}
 			}
 			b = q[:k]
 			if r.Flags != 0 || (flowHeads != nil && flowHeads[e.idx] >= 0) {
 				b = w.appendRangeExtras(b, r, flowHeads, e.idx)
 			}
 		case srcMark:
-			m := &marks[e.idx]
-			if m.Payload < 0x80 && m.Cycles < 1<<56 {
-				binary.LittleEndian.PutUint64(q[k:k+8], annotSmall(daPayload, uint64(m.Payload)))
-				x, n := uv56(m.Cycles)
-				binary.LittleEndian.PutUint64(q[k+6:k+14], annotHead|uint64(3+n)<<8|daCycles<<24)
-				binary.LittleEndian.PutUint64(q[k+11:k+19], x)
-				b = q[:k+11+n]
-			} else {
+			// A mark's payload is often a value of its own (a round, a
+			// count), not a stage: an annotation when not 0.
+			if m.Payload != 0 {
 				k = putAnnot(q, k, daPayload, uint64(m.Payload))
-				b = q[:putAnnot(q, k, daCycles, m.Cycles)]
 			}
+			if raw {
+				k = putAnnot(q, k, daCycles, m.Cycles)
+			}
+			b = q[:k]
 		case srcDrop:
 			k = putAnnot(q, k, daDropped, v.info.dropped)
 			k = putAnnot(q, k, daAttempted, v.info.count)
@@ -254,10 +241,6 @@ func (w *Writer) cutChunk(b []byte) []byte {
 	w.flushChunk()
 	return w.chunk
 }
-
-// annotSmall is the debug annotation {name_iid: iid, uint_value: v} for v
-// below 128: six bytes, little-endian in a uint64.
-func annotSmall(iid, v uint64) uint64 { return annotHead | 4<<8 | iid<<24 | v<<40 }
 
 // uv56 returns v (below 2^56) as varint bytes, little-endian in a uint64,
 // and their number.

@@ -31,42 +31,36 @@ func spread7(x uint64) uint64 {
 // fixed-size arrays that encodeEvents copies whole (a few register moves, no
 // memmove call) before advancing by their real length.
 type warpTemplate struct {
-	flags  [16]byte // trusted_packet_sequence_id and sequence_flags = NEEDS_INCREMENTAL_STATE
+	flags  [16]byte // trusted_packet_sequence_id
 	flagsN uint8
-	annots [48]byte // the sm, cta and warp debug annotations
-	annotN uint8
 	lanes  []laneTemplate // per local track: 0 = warp, 1+l = async lane l
 }
 
 // laneTemplate is what the events of one local track share.
 type laneTemplate struct {
 	// te starts a TrackEvent: its tag, a length byte (patched), the type
-	// tag and a type byte (patched), and track_uuid.
+	// tag and a type byte (patched), and track_uuid on a lane (the warp's
+	// events go to the sequence's default track, the warp's).
 	te  [32]byte
 	teN uint8
 	// end is a whole slice end after the timestamp: the sequence id and a
-	// TrackEvent {type: SLICE_END, track_uuid}.
+	// TrackEvent {type: SLICE_END, track_uuid on a lane}.
 	end  [32]byte
 	endN uint8
 }
 
-func (t *warpTemplate) set(seq uint32, in *warpInfo, warpTrack uint64, lanes []uint64) {
+func (t *warpTemplate) set(seq uint32, lanes []uint64) {
 	var sf [16]byte
 	seqF := appendVarintField(sf[:0], fPktSequenceID, uint64(seq))
-	t.flagsN = uint8(copy(t.flags[:], appendVarintField(seqF, fPktSequenceFlags, seqNeedsIncremental)))
-	an := appendAnnotUint(t.annots[:0], daSM, uint64(in.sm))
-	an = appendAnnotUint(an, daCTA, in.ctaLinear)
-	an = appendAnnotUint(an, daWarp, uint64(in.warp))
-	t.annotN = uint8(len(an))
+	t.flagsN = uint8(copy(t.flags[:], seqF))
 	n := len(lanes) + 1
 	t.lanes = slices.Grow(t.lanes[:0], n)[:n]
 	var sc [32]byte
 	for i := range n {
-		id := warpTrack
+		tr := sc[:0]
 		if i > 0 {
-			id = lanes[i-1]
+			tr = appendVarintField(tr, fTETrackUUID, lanes[i-1])
 		}
-		tr := appendVarintField(sc[:0], fTETrackUUID, id)
 		l := &t.lanes[i]
 		te := append(l.te[:0], byte(fPktTrackEvent<<3|2), 0, byte(fTEType<<3), 0)
 		l.teN = uint8(len(append(te, tr...)))
@@ -131,33 +125,31 @@ func putAnnotLong(q []byte, k int, iid byte, v uint64) int {
 	return e
 }
 
-// tsCache holds the varint bytes of a timestamp's bits from 28 up: events
-// of a warp are close in time, so their timestamps differ in the low four
-// 7-bit groups only, and those are spread with a few shifts.
-type tsCache struct {
-	hi  uint64 // v >> 28 of the cached encoding; MaxUint64 when none
-	enc uint64 // its varint bytes, little-endian
-	n   int    // their number (at most 6)
+// tsDelta is the state of a sequence's incremental clock: the time of the
+// last timestamp written, of which the next one is a delta.
+type tsDelta struct{ last int64 }
+
+// delta returns the varint value that writes timestamp v and makes v the
+// last one.
+func (c *tsDelta) delta(v int64) uint64 {
+	d := uint64(v - c.last)
+	c.last = v
+	return d
 }
 
-// put stores timestamp v as a varint at q[k:]; q must have 12 bytes from k
-// on.
-func (c *tsCache) put(q []byte, k int, v uint64) int {
-	if v>>28 == c.hi {
-		x := uint32(v) & (1<<28 - 1)
-		binary.LittleEndian.PutUint32(q[k:k+4], x&0x7f|(x<<1)&0x7f00|(x<<2)&0x7f0000|(x<<3)&0x7f000000|0x80808080)
-		binary.LittleEndian.PutUint64(q[k+4:k+12], c.enc)
-		return k + 4 + c.n
+// put stores timestamp v as a delta varint at q[k:] and returns the index
+// after it; q must have 10 bytes from k on. Deltas below 2^14 ns, most of
+// a warp's, take one or two bytes; a step back in time takes ten.
+func (c *tsDelta) put(q []byte, k int, v int64) int {
+	d := uint64(v - c.last)
+	c.last = v
+	if d < 0x80 {
+		q[k] = byte(d)
+		return k + 1
 	}
-	return c.miss(q, k, v)
-}
-
-func (c *tsCache) miss(q []byte, k int, v uint64) int {
-	if v >= 1<<28 {
-		var s [16]byte
-		c.hi = v >> 28
-		c.n = putUv(s[:], 0, c.hi)
-		c.enc = binary.LittleEndian.Uint64(s[:8])
+	if d < 1<<14 {
+		q[k], q[k+1] = byte(d)|0x80, byte(d>>7)
+		return k + 2
 	}
-	return putUv(q, k, v)
+	return putUvLong(q, k, d)
 }

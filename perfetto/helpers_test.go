@@ -170,10 +170,37 @@ func resolve(t testing.TB, pkts []*pb.TracePacket) *model {
 	m := &model{tracks: map[uint64]*pb.TrackDescriptor{}, children: map[uint64][]uint64{}, events: map[uint64][]resolved{}}
 	names := map[uint32]map[uint64]string{}
 	annots := map[uint32]map[uint64]string{}
+	// Per sequence: the default clock and track, and the incremental
+	// clocks' running values (their snapshots pair them with BOOTTIME at
+	// the same value, as the writer's do).
+	defClock := map[uint32]uint32{}
+	defTrack := map[uint32]uint64{}
+	clocks := map[[2]uint32]*int64{}
 	for i, p := range pkts {
 		seq := p.GetTrustedPacketSequenceId()
 		if p.GetSequenceFlags()&seqIncrementalClear != 0 {
 			names[seq], annots[seq] = map[uint64]string{}, map[uint64]string{}
+			defClock[seq], defTrack[seq] = 0, 0
+		}
+		if d := p.GetTracePacketDefaults(); d != nil {
+			defClock[seq], defTrack[seq] = d.GetTimestampClockId(), d.GetTrackEventDefaults().GetTrackUuid()
+		}
+		for _, c := range p.GetClockSnapshot().GetClocks() {
+			if c.GetIsIncremental() {
+				v := int64(c.GetTimestamp())
+				clocks[[2]uint32{seq, c.GetClockId()}] = &v
+			}
+		}
+		ts := p.GetTimestamp()
+		if p.Timestamp != nil {
+			id := p.GetTimestampClockId()
+			if id == 0 {
+				id = defClock[seq]
+			}
+			if c := clocks[[2]uint32{seq, id}]; c != nil {
+				*c += int64(ts)
+				ts = uint64(*c)
+			}
 		}
 		for _, n := range p.GetInternedData().GetEventNames() {
 			names[seq][n.GetIid()] = n.GetName()
@@ -189,7 +216,7 @@ func resolve(t testing.TB, pkts []*pb.TracePacket) *model {
 		if te == nil {
 			continue
 		}
-		r := resolved{ts: p.GetTimestamp(), typ: te.GetType(), flows: te.GetFlowIds(), term: te.GetTerminatingFlowIds(), packet: i}
+		r := resolved{ts: ts, typ: te.GetType(), flows: te.GetFlowIds(), term: te.GetTerminatingFlowIds(), packet: i}
 		if te.NameIid != nil {
 			r.name = names[seq][te.GetNameIid()]
 		}
@@ -209,7 +236,11 @@ func resolve(t testing.TB, pkts []*pb.TracePacket) *model {
 				r.args[k] = da.GetStringValue()
 			}
 		}
-		m.events[te.GetTrackUuid()] = append(m.events[te.GetTrackUuid()], r)
+		track := te.GetTrackUuid()
+		if te.TrackUuid == nil {
+			track = defTrack[seq]
+		}
+		m.events[track] = append(m.events[track], r)
 	}
 	return m
 }

@@ -205,7 +205,7 @@ func (j *jsonWriter) warp(pid int, lm *trace.LaunchMeta, wp *trace.Warp) {
 			switch e.src() {
 			case srcRange:
 				r := &v.ranges[e.idx]
-				j.names = appendRangeName(j.names, lm, r.Name, r.Flags)
+				j.names = appendRangeName(j.names, lm, r.Name, r.Flags, 0)
 				j.b = append(j.b, `,"name":`...)
 				j.b = strconv.AppendQuote(j.b, string(j.names))
 				j.b = fmt.Appendf(j.b, `,"args":{"payload":%d,"start_cycles":%d,"end_cycles":%d`, r.Payload, r.StartCycles, r.EndCycles)

@@ -20,6 +20,17 @@ const (
 	fPktCompressed       = 50
 	fPktTrackDescriptor  = 60
 	fPktFirstOnSequence  = 87
+	fPktDefaults         = 59
+	fPktClockSnapshot    = 6
+	fDefTimestampClock   = 58
+	fDefTrackEvent       = 11
+	fTEDefTrackUUID      = 11
+	fCSClocks            = 1
+	fClockID             = 1
+	fClockTimestamp      = 2
+	fClockIncremental    = 3
+	clockBoottime        = 6
+	clockIncremental     = 64 // the first sequence-scoped clock id
 	fTEDebugAnnotations  = 4
 	fTEType              = 9
 	fTENameIID           = 10
@@ -121,5 +132,34 @@ func appendAnnotString(b []byte, nameIID uint64, s string) []byte {
 	b, at := openLen(b, fTEDebugAnnotations)
 	b = appendVarintField(b, fDANameIID, nameIID)
 	b = appendStringField(b, fDAStringValue, s)
+	return closeLen(b, at)
+}
+
+// appendDefaults appends trace_packet_defaults: timestamps on the
+// incremental clock and, when track is not 0, track as the track of track
+// events that name none. A packet's defaults replace the sequence's
+// previous ones, without touching its interned names.
+func appendDefaults(b []byte, track uint64) []byte {
+	b, at := openLen(b, fPktDefaults)
+	b = append(b, fDefTimestampClock<<3&0x7f|0x80, fDefTimestampClock>>4, clockIncremental)
+	if track != 0 {
+		b = protowire.AppendTag(b, fDefTrackEvent, protowire.BytesType)
+		b = append(b, byte(1+protowire.SizeVarint(track)))
+		b = appendVarintField(b, fTEDefTrackUUID, track)
+	}
+	return closeLen(b, at)
+}
+
+// appendClockSnapshot appends the clock snapshot that starts the
+// sequence's incremental clock at 0 together with BOOTTIME at 0: packet
+// timestamps are then deltas whose running sum is BOOTTIME (globaltimer)
+// ns. A delta may be negative (two's complement, ten bytes), which the
+// trace processor adds as a signed number.
+func appendClockSnapshot(b []byte) []byte {
+	b, at := openLen(b, fPktClockSnapshot)
+	b = protowire.AppendTag(b, fCSClocks, protowire.BytesType)
+	b = append(b, 6, fClockID<<3, clockIncremental, fClockTimestamp<<3, 0, fClockIncremental<<3, 1)
+	b = protowire.AppendTag(b, fCSClocks, protowire.BytesType)
+	b = append(b, 4, fClockID<<3, clockBoottime, fClockTimestamp<<3, 0)
 	return closeLen(b, at)
 }

@@ -190,6 +190,17 @@ func TestCheckValidRejects(t *testing.T) {
 		}
 		return p
 	}
+	// incr starts sequence 1 as the writer does: defaults on the
+	// incremental clock 64, which a snapshot starts at 0 with BOOTTIME.
+	incr := &pb.TracePacket{TrustedPacketSequenceId: u32(1), SequenceFlags: u32(3),
+		InternedData:        first.InternedData,
+		TracePacketDefaults: &pb.TracePacketDefaults{TimestampClockId: u32(64)},
+		Data: &pb.TracePacket_ClockSnapshot{ClockSnapshot: &pb.ClockSnapshot{Clocks: []*pb.ClockSnapshot_Clock{
+			{ClockId: u32(64), Timestamp: u(0), IsIncremental: proto.Bool(true)}, {ClockId: u32(6), Timestamp: u(0)}}}}}
+	defTrack := func(id uint64) *pb.TracePacket {
+		return &pb.TracePacket{TrustedPacketSequenceId: u32(1),
+			TracePacketDefaults: &pb.TracePacketDefaults{TrackEventDefaults: &pb.TrackEventDefaults{TrackUuid: u(id)}}}
+	}
 	B, E, I, C := pb.TrackEvent_TYPE_SLICE_BEGIN, pb.TrackEvent_TYPE_SLICE_END, pb.TrackEvent_TYPE_INSTANT, pb.TrackEvent_TYPE_COUNTER
 	tests := []struct {
 		name string
@@ -205,7 +216,17 @@ func TestCheckValidRejects(t *testing.T) {
 		{"iid not interned", []*pb.TracePacket{first, track(1, 0, false), ev(10, I, 1, func(p *pb.TracePacket) { p.GetTrackEvent().NameIid = u(5) })}, "name iid 5 not interned"},
 		{"interning before clear", []*pb.TracePacket{{TrustedPacketSequenceId: u32(1), SequenceFlags: u32(2),
 			InternedData: &pb.InternedData{EventNames: []*pb.EventName{{Iid: u(1), Name: proto.String("a")}}}}}, "before a packet cleared"},
-		{"missing incremental flag", []*pb.TracePacket{first, track(1, 0, false), ev(10, I, 1, func(p *pb.TracePacket) { p.SequenceFlags = nil })}, "without NEEDS_INCREMENTAL_STATE"},
+		{"no incremental flag", []*pb.TracePacket{first, track(1, 0, false), ev(10, I, 1, func(p *pb.TracePacket) { p.SequenceFlags = nil })}, ""},
+		{"interned names never cleared", []*pb.TracePacket{track(1, 0, false), ev(10, I, 1, nil)}, "never cleared"},
+		{"incremental clock", []*pb.TracePacket{incr, track(1, 0, false), ev(10, B, 1, nil), ev(5, E, 1, nil), ev(1<<64-15, I, 1, nil)}, ""},
+		{"incremental clock goes negative", []*pb.TracePacket{incr, track(1, 0, false), ev(10, I, 1, nil), ev(1<<64-11, I, 1, nil)}, "negative"},
+		{"clock without snapshot", []*pb.TracePacket{first, track(1, 0, false), ev(10, I, 1, func(p *pb.TracePacket) { p.TimestampClockId = u32(64) })}, "no clock snapshot"},
+		{"snapshot without BOOTTIME", []*pb.TracePacket{{TrustedPacketSequenceId: u32(1), SequenceFlags: u32(3),
+			Data: &pb.TracePacket_ClockSnapshot{ClockSnapshot: &pb.ClockSnapshot{Clocks: []*pb.ClockSnapshot_Clock{{ClockId: u32(64), IsIncremental: proto.Bool(true)}}}}}}, "without BOOTTIME"},
+		{"incremental global clock", []*pb.TracePacket{{TrustedPacketSequenceId: u32(1), SequenceFlags: u32(3),
+			Data: &pb.TracePacket_ClockSnapshot{ClockSnapshot: &pb.ClockSnapshot{Clocks: []*pb.ClockSnapshot_Clock{{ClockId: u32(3), IsIncremental: proto.Bool(true)}, {ClockId: u32(6)}}}}}}, "not sequence-scoped"},
+		{"default track", []*pb.TracePacket{first, track(1, 0, false), defTrack(1), ev(10, I, 1, func(p *pb.TracePacket) { p.GetTrackEvent().TrackUuid = nil })}, ""},
+		{"no default track", []*pb.TracePacket{first, track(1, 0, false), ev(10, I, 1, func(p *pb.TracePacket) { p.GetTrackEvent().TrackUuid = nil })}, "no default track"},
 		{"unknown track", []*pb.TracePacket{first, ev(10, I, 9, nil)}, "no descriptor"},
 		{"duplicate uuid", []*pb.TracePacket{first, track(1, 0, false), track(1, 0, false)}, "described twice"},
 		{"parent after child", []*pb.TracePacket{first, track(2, 1, false), track(1, 0, false)}, "not described before"},

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -30,6 +29,10 @@ type Options struct {
 	// SummaryBins is the number of time bins of each launch summary track
 	// (0 means 256). Memory per summary track is 16 bytes per bin.
 	SummaryBins int
+	// RawCycles adds each range's start_cycles and end_cycles, and each
+	// mark's cycles, as debug annotations: the SM clock readings the
+	// timestamps were placed from (about 8 bytes per event).
+	RawCycles bool
 }
 
 // LaunchInfo is what the writer shows about a launch beyond its metadata.
@@ -47,6 +50,7 @@ type LaunchInfo struct {
 type Stats struct {
 	Launches      int
 	Warps         int   // warps with a track (started warps)
+	IdleWarps     int   // started warps with no event but their role, folded (see [Writer.AddWarp])
 	Tracks        int   // track descriptors
 	Slices        int64 // slice begin/end pairs
 	Instants      int64
@@ -98,7 +102,7 @@ type Writer struct {
 	lm       *trace.LaunchMeta
 	seq      uint32
 	seqField []byte // trusted_packet_sequence_id field of the launch
-	interned []uint64
+	names    iidTable
 	launchID uint64
 	gpuID    uint64
 	haveSlot bool
@@ -113,7 +117,7 @@ type Writer struct {
 	sum  summary
 	lane []uint64 // lane track uuids of the current warp
 	tmpl warpTemplate
-	ts   tsCache
+	ts   tsDelta
 	// hold defers flushing the output while a warp is written, so that a
 	// warp whose model fails its check writes nothing.
 	hold bool
@@ -129,7 +133,6 @@ func NewWriter(w io.Writer, opt Options) *Writer {
 		gpus:     make(map[uint64]string),
 		launches: make(map[int]struct{}),
 		nextFlow: 1,
-		ts:       tsCache{hi: math.MaxUint64},
 	}
 }
 
@@ -143,27 +146,11 @@ func (w *Writer) fail(err error) error {
 	return err
 }
 
-// Event name iids (per launch sequence). Range and mark name id n with
-// incompleteness flags f (trace.RangeUnclosed|RangeTruncated) interns as
-// 1 + f*8192 + n; the writer's own names follow.
-const (
-	iidVariants  = 8192
-	iidDrop      = 1 + 4*iidVariants
-	iidViolation = iidDrop + 16 // + ViolationKind
-	iidProblem   = iidViolation + 32
-	iidLimit     = iidProblem + 1
-)
-
-func rangeIID(name uint16, f trace.RangeFlags) uint64 {
-	return 1 + uint64(f&3)*iidVariants + uint64(name&0x1fff)
-}
-
 // Debug annotation name iids, interned in the first packet of a sequence.
+// The track says a warp's SM, CTA and warp index; none is repeated per
+// event.
 const (
-	daSM = iota + 1
-	daCTA
-	daWarp
-	daPayload
+	daPayload = iota + 1
 	daStartCycles
 	daEndCycles
 	daCycles
@@ -172,13 +159,10 @@ const (
 	daAttempted
 	daStored
 	daDetail
-	daLane
-	daSlot
-	daCount
 )
 
-var annotNames = [...]string{"", "sm", "cta", "warp", "payload", "start_cycles", "end_cycles",
-	"cycles", "incomplete", "dropped", "attempted", "stored", "detail", "lane", "slot", "count"}
+var annotNames = [...]string{"", "payload", "start_cycles", "end_cycles",
+	"cycles", "incomplete", "dropped", "attempted", "stored", "detail"}
 
 // BeginLaunch starts launch launchIndex of meta, described by l (usually
 // &meta.Launches[launchIndex]). It writes the GPU track (once per device),
@@ -200,10 +184,8 @@ func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchM
 	w.in, w.li, w.lm = true, launchIndex, l
 	w.seq = uint32(launchIndex) + 1
 	w.seqField = appendVarintField(w.seqField[:0], fPktSequenceID, uint64(w.seq))
-	if need := (iidLimit + 63) / 64; len(w.interned) < need {
-		w.interned = make([]uint64, need)
-	}
-	clear(w.interned)
+	w.names.reset()
+	w.ts = tsDelta{}
 	w.haveSlot, w.haveT0 = false, false
 	w.smTracks = make(map[uint32]uint64)
 	w.problems = w.problems[:0]
@@ -211,18 +193,21 @@ func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchM
 	w.sum.reset(w.opt.SummaryBins)
 	w.stats.Launches++
 
-	// First packet: clears incremental state and interns the debug
-	// annotation names.
+	// First packet: clears incremental state, interns the debug annotation
+	// names, makes the sequence's timestamps deltas on an incremental clock
+	// (clockIncremental, from 0) and gives that clock BOOTTIME's origin.
 	w.pk = w.pk[:0]
 	w.pk = appendVarintField(w.pk, fPktSequenceID, uint64(w.seq))
 	w.pk = appendVarintField(w.pk, fPktSequenceFlags, seqIncrementalClear|seqNeedsIncremental)
 	w.pk = appendVarintField(w.pk, fPktFirstOnSequence, 1)
+	w.pk = appendDefaults(w.pk, 0)
 	var at int
 	w.pk, at = openLen(w.pk, fPktInternedData)
 	for i := 1; i < len(annotNames); i++ {
 		w.pk = appendIntern(w.pk, fIDDebugAnnotNames, uint64(i), annotNames[i])
 	}
 	w.pk = closeLen(w.pk, at)
+	w.pk = appendClockSnapshot(w.pk)
 	w.emitPacket()
 
 	var dev *trace.Device
@@ -319,13 +304,14 @@ func (w *Writer) EndLaunch() error {
 		t := w.launchT0
 		for _, p := range w.problems {
 			w.pk = w.pk[:0]
-			w.pk = w.packetHead(w.pk, t, true)
-			w.pk = w.internIfNeeded(w.pk, iidProblem, func(b []byte) []byte { return append(b, "problem"...) })
+			w.pk = w.packetHead(w.pk, t)
+			var iid uint64
+			w.pk, iid = w.internKey(w.pk, keyProblem, func(b []byte) []byte { return append(b, "problem"...) })
 			var at int
 			w.pk, at = openLen(w.pk, fPktTrackEvent)
 			w.pk = appendVarintField(w.pk, fTEType, typeInstant)
 			w.pk = appendVarintField(w.pk, fTETrackUUID, w.launchID)
-			w.pk = appendVarintField(w.pk, fTENameIID, iidProblem)
+			w.pk = appendVarintField(w.pk, fTENameIID, iid)
 			w.pk = appendAnnotString(w.pk, daDetail, p)
 			w.pk = closeLen(w.pk, at)
 			w.emitPacket()
@@ -365,33 +351,30 @@ func appendIntern(b []byte, field protowire.Number, iid uint64, name string) []b
 	return appendStringField(b, fInternName, name)
 }
 
-// packetHead appends a packet's timestamp, sequence id and, when it uses
-// interned names, the NEEDS_INCREMENTAL_STATE flag.
-func (w *Writer) packetHead(b []byte, ts int64, interned bool) []byte {
-	b = appendVarintField(b, fPktTimestamp, uint64(ts))
-	b = appendVarintField(b, fPktSequenceID, uint64(w.seq))
-	if interned {
-		b = appendVarintField(b, fPktSequenceFlags, seqNeedsIncremental)
-	}
-	return b
+// packetHead appends a packet's timestamp (a delta on the sequence's
+// incremental clock) and sequence id.
+func (w *Writer) packetHead(b []byte, ts int64) []byte {
+	b = appendVarintField(b, fPktTimestamp, w.ts.delta(ts))
+	return appendVarintField(b, fPktSequenceID, uint64(w.seq))
 }
 
-// internIfNeeded appends interned_data defining event name iid when the
-// sequence has not defined it yet; name appends the name's text.
-func (w *Writer) internIfNeeded(b []byte, iid uint64, name func([]byte) []byte) []byte {
-	if w.isInterned(iid) {
-		return b
+// internKey returns the iid of name key and b, to which it appended
+// interned_data defining it when the sequence has not defined it yet; name
+// appends the name's text.
+func (w *Writer) internKey(b []byte, key uint32, name func([]byte) []byte) ([]byte, uint64) {
+	if iid := w.names.lookup(key); iid != 0 {
+		return b, uint64(iid)
 	}
-	return w.intern(b, iid, name)
+	iid := uint64(w.names.add(key))
+	return w.intern(b, iid, name), iid
 }
 
-func (w *Writer) isInterned(iid uint64) bool { return w.interned[iid/64]&(1<<(iid%64)) != 0 }
-
-// intern appends interned_data defining event name iid.
+// intern appends interned_data defining event name iid and the
+// NEEDS_INCREMENTAL_STATE flag that a packet defining iids carries.
 func (w *Writer) intern(b []byte, iid uint64, name func([]byte) []byte) []byte {
-	w.interned[iid/64] |= 1 << (iid % 64)
 	w.sc = name(w.sc[:0])
 	var at, at2 int
+	b = appendVarintField(b, fPktSequenceFlags, seqNeedsIncremental)
 	b, at = openLen(b, fPktInternedData)
 	b, at2 = openLen(b, fIDEventNames)
 	b = appendVarintField(b, fInternIID, iid)
@@ -403,18 +386,23 @@ func (w *Writer) intern(b []byte, iid uint64, name func([]byte) []byte) []byte {
 
 // track writes a track descriptor packet.
 func (w *Writer) track(uuid, parent uint64, rank int32, hasRank, explicit, counter bool, name []byte, desc string) {
-	w.trackDesc(uuid, parent, rank, hasRank, explicit, counter, name, desc, nil)
+	w.trackDesc(uuid, parent, rank, hasRank, explicit, counter, name, desc, nil, false)
 }
 
 // trackDesc is track with the description given as a string or, when that
 // is empty, as bytes (built in a scratch buffer, so it does not allocate).
-func (w *Writer) trackDesc(uuid, parent uint64, rank int32, hasRank, explicit, counter bool, name []byte, desc string, descB []byte) {
+// With isDefault, the packet also makes the track the sequence's default
+// for track events that name none (a warp's own events).
+func (w *Writer) trackDesc(uuid, parent uint64, rank int32, hasRank, explicit, counter bool, name []byte, desc string, descB []byte, isDefault bool) {
 	if w.err != nil {
 		return
 	}
 	w.stats.Tracks++
 	w.pk = w.pk[:0]
 	w.pk = appendVarintField(w.pk, fPktSequenceID, uint64(w.seq))
+	if isDefault {
+		w.pk = appendDefaults(w.pk, uuid)
+	}
 	var at int
 	w.pk, at = openLen(w.pk, fPktTrackDescriptor)
 	w.pk = appendVarintField(w.pk, fTDUUID, uuid)

@@ -91,10 +91,10 @@ func TestWarpEvents(t *testing.T) {
 			{Ts: 1500, Type: "SLICE_END"},
 		}},
 		{"lane 0", append(base, "async lane 0"), []sliceEvent{
-			{Ts: 1310, Type: "SLICE_BEGIN", Name: "tma"}, {Ts: 1450, Type: "SLICE_END"},
+			{Ts: 1310, Type: "SLICE_BEGIN", Name: "tma/1"}, {Ts: 1450, Type: "SLICE_END"},
 		}},
 		{"lane 1", append(base, "async lane 1"), []sliceEvent{
-			{Ts: 1320, Type: "SLICE_BEGIN", Name: "tma"}, {Ts: 1460, Type: "SLICE_END"},
+			{Ts: 1320, Type: "SLICE_BEGIN", Name: "tma/2"}, {Ts: 1460, Type: "SLICE_END"},
 		}},
 	}
 	for _, tt := range tests {
@@ -105,18 +105,21 @@ func TestWarpEvents(t *testing.T) {
 			}
 		})
 	}
-	// Annotations on a begin.
-	ev := m.events[m.path(t, base...)]
-	want := map[string]any{"sm": uint64(1), "cta": uint64(1), "warp": uint64(1), "payload": uint64(0),
-		"start_cycles": uint64(2 * 1300), "end_cycles": uint64(2 * 1500)}
-	if diff := cmp.Diff(want, ev[3].args); diff != "" {
-		t.Errorf("consumer_compute annotations (-want +got):\n%s", diff)
+	// No annotation repeats what the track says, and cycles need RawCycles.
+	if args := m.events[m.path(t, base...)][3].args; args != nil {
+		t.Errorf("consumer_compute annotations %v, want none", args)
+	}
+	m = resolve(t, readPackets(t, writeLaunch(t, Options{RawCycles: true}, testMeta(), testWarps())))
+	want := map[string]any{"start_cycles": uint64(2 * 1300), "end_cycles": uint64(2 * 1500)}
+	if diff := cmp.Diff(want, m.events[m.path(t, base...)][3].args); diff != "" {
+		t.Errorf("consumer_compute annotations with RawCycles (-want +got):\n%s", diff)
 	}
 }
 
 // TestAnnotationValues writes values on both sides of the encoder's fast
 // paths (one-byte payloads and lanes, cycle counts below 2^56) and reads
-// them back.
+// them back: range payloads in the name, mark payloads and (RawCycles)
+// cycle counts as annotations.
 func TestAnnotationValues(t *testing.T) {
 	type args = map[string]any
 	for _, v := range []struct {
@@ -133,13 +136,12 @@ func TestAnnotationValues(t *testing.T) {
 		r.StartCycles, r.EndCycles = v.cycles, v.cycles/3
 		ws[0].Ranges = append(ws[0].Ranges, r)
 		ws[0].Marks = []trace.Mark{{Name: nKernelStart, Payload: v.payload, Time: t0 + 40, Cycles: v.cycles}}
-		m := resolve(t, readPackets(t, writeLaunch(t, Options{}, testMeta(), ws)))
+		m := resolve(t, readPackets(t, writeLaunch(t, Options{RawCycles: true}, testMeta(), ws)))
 		warp := []string{"GPU · Test GPU", "launch 0 · warp_roles", "SM 0", "CTA 0", "warp 0 · producer"}
 		ev := m.events[m.path(t, warp...)]
-		common := args{"sm": uint64(0), "cta": uint64(0), "warp": uint64(0), "payload": uint64(v.payload)}
 		mark, load := args{"cycles": v.cycles}, args{"start_cycles": v.cycles, "end_cycles": v.cycles / 3}
-		for k, x := range common {
-			mark[k], load[k] = x, x
+		if v.payload != 0 {
+			mark["payload"] = uint64(v.payload)
 		}
 		if diff := cmp.Diff(mark, ev[0].args); diff != "" {
 			t.Errorf("%+v: mark annotations (-want +got):\n%s", v, diff)
@@ -147,9 +149,16 @@ func TestAnnotationValues(t *testing.T) {
 		if diff := cmp.Diff(load, ev[1].args); diff != "" {
 			t.Errorf("%+v: range annotations (-want +got):\n%s", v, diff)
 		}
+		name := "producer_load"
+		if v.payload != 0 {
+			name = fmt.Sprintf("producer_load/%d", v.payload)
+		}
+		if ev[1].name != name {
+			t.Errorf("%+v: range name %q, want %q", v, ev[1].name, name)
+		}
 		lane := m.events[m.path(t, append(warp, fmt.Sprintf("async lane %d", v.lane))...)]
-		if got := lane[0].args["lane"]; got != uint64(v.lane) {
-			t.Errorf("%+v: lane annotation %v", v, got)
+		if _, ok := lane[0].args["lane"]; len(lane) != 2 || ok {
+			t.Errorf("%+v: lane events %+v, want a slice without a lane annotation (the track says it)", v, lane)
 		}
 	}
 }
@@ -299,7 +308,7 @@ func TestIncompleteAndProblems(t *testing.T) {
 			names = append(names, e.name)
 		}
 	}
-	if diff := cmp.Diff([]string{"kernel_start", "consumer_compute (unclosed)"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"kernel_start", "consumer_compute/3 (unclosed)"}, names); diff != "" {
 		t.Errorf("consumer names (-want +got):\n%s", diff)
 	}
 	if s, _ := cons[1].args["incomplete"].(string); !strings.HasPrefix(s, "unclosed") {

@@ -87,7 +87,7 @@ func (x *TrackDescriptor_ChildTracksOrdering) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use TrackDescriptor_ChildTracksOrdering.Descriptor instead.
 func (TrackDescriptor_ChildTracksOrdering) EnumDescriptor() ([]byte, []int) {
-	return file_iket_perfetto_proto_rawDescGZIP(), []int{2, 0}
+	return file_iket_perfetto_proto_rawDescGZIP(), []int{4, 0}
 }
 
 type TrackDescriptor_SiblingMergeBehavior int32
@@ -149,7 +149,7 @@ func (x *TrackDescriptor_SiblingMergeBehavior) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use TrackDescriptor_SiblingMergeBehavior.Descriptor instead.
 func (TrackDescriptor_SiblingMergeBehavior) EnumDescriptor() ([]byte, []int) {
-	return file_iket_perfetto_proto_rawDescGZIP(), []int{2, 1}
+	return file_iket_perfetto_proto_rawDescGZIP(), []int{4, 1}
 }
 
 type CounterDescriptor_Unit int32
@@ -211,7 +211,7 @@ func (x *CounterDescriptor_Unit) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use CounterDescriptor_Unit.Descriptor instead.
 func (CounterDescriptor_Unit) EnumDescriptor() ([]byte, []int) {
-	return file_iket_perfetto_proto_rawDescGZIP(), []int{3, 0}
+	return file_iket_perfetto_proto_rawDescGZIP(), []int{5, 0}
 }
 
 type TrackEvent_Type int32
@@ -276,7 +276,7 @@ func (x *TrackEvent_Type) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use TrackEvent_Type.Descriptor instead.
 func (TrackEvent_Type) EnumDescriptor() ([]byte, []int) {
-	return file_iket_perfetto_proto_rawDescGZIP(), []int{4, 0}
+	return file_iket_perfetto_proto_rawDescGZIP(), []int{6, 0}
 }
 
 type Trace struct {
@@ -331,6 +331,7 @@ type TracePacket struct {
 	InternedData            *InternedData          `protobuf:"bytes,12,opt,name=interned_data,json=internedData" json:"interned_data,omitempty"`
 	SequenceFlags           *uint32                `protobuf:"varint,13,opt,name=sequence_flags,json=sequenceFlags" json:"sequence_flags,omitempty"`
 	FirstPacketOnSequence   *bool                  `protobuf:"varint,87,opt,name=first_packet_on_sequence,json=firstPacketOnSequence" json:"first_packet_on_sequence,omitempty"`
+	TracePacketDefaults     *TracePacketDefaults   `protobuf:"bytes,59,opt,name=trace_packet_defaults,json=tracePacketDefaults" json:"trace_packet_defaults,omitempty"`
 	// Types that are valid to be assigned to Data:
 	//
 	//	*TracePacket_TrackEvent
@@ -414,6 +415,13 @@ func (x *TracePacket) GetFirstPacketOnSequence() bool {
 	return false
 }
 
+func (x *TracePacket) GetTracePacketDefaults() *TracePacketDefaults {
+	if x != nil {
+		return x.TracePacketDefaults
+	}
+	return nil
+}
+
 func (x *TracePacket) GetData() isTracePacket_Data {
 	if x != nil {
 		return x.Data
@@ -485,6 +493,105 @@ func (*TracePacket_ClockSnapshot) isTracePacket_Data() {}
 
 func (*TracePacket_CompressedPackets) isTracePacket_Data() {}
 
+// Defaults for the packets of a sequence that come after it: their clock
+// (an incremental clock makes each timestamp a delta from the previous
+// one) and the track of track events that name none.
+type TracePacketDefaults struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	TimestampClockId   *uint32                `protobuf:"varint,58,opt,name=timestamp_clock_id,json=timestampClockId" json:"timestamp_clock_id,omitempty"`
+	TrackEventDefaults *TrackEventDefaults    `protobuf:"bytes,11,opt,name=track_event_defaults,json=trackEventDefaults" json:"track_event_defaults,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *TracePacketDefaults) Reset() {
+	*x = TracePacketDefaults{}
+	mi := &file_iket_perfetto_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TracePacketDefaults) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TracePacketDefaults) ProtoMessage() {}
+
+func (x *TracePacketDefaults) ProtoReflect() protoreflect.Message {
+	mi := &file_iket_perfetto_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TracePacketDefaults.ProtoReflect.Descriptor instead.
+func (*TracePacketDefaults) Descriptor() ([]byte, []int) {
+	return file_iket_perfetto_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *TracePacketDefaults) GetTimestampClockId() uint32 {
+	if x != nil && x.TimestampClockId != nil {
+		return *x.TimestampClockId
+	}
+	return 0
+}
+
+func (x *TracePacketDefaults) GetTrackEventDefaults() *TrackEventDefaults {
+	if x != nil {
+		return x.TrackEventDefaults
+	}
+	return nil
+}
+
+type TrackEventDefaults struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TrackUuid     *uint64                `protobuf:"varint,11,opt,name=track_uuid,json=trackUuid" json:"track_uuid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrackEventDefaults) Reset() {
+	*x = TrackEventDefaults{}
+	mi := &file_iket_perfetto_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrackEventDefaults) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrackEventDefaults) ProtoMessage() {}
+
+func (x *TrackEventDefaults) ProtoReflect() protoreflect.Message {
+	mi := &file_iket_perfetto_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrackEventDefaults.ProtoReflect.Descriptor instead.
+func (*TrackEventDefaults) Descriptor() ([]byte, []int) {
+	return file_iket_perfetto_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *TrackEventDefaults) GetTrackUuid() uint64 {
+	if x != nil && x.TrackUuid != nil {
+		return *x.TrackUuid
+	}
+	return 0
+}
+
 type TrackDescriptor struct {
 	state                protoimpl.MessageState                `protogen:"open.v1"`
 	Uuid                 *uint64                               `protobuf:"varint,1,opt,name=uuid" json:"uuid,omitempty"`
@@ -501,7 +608,7 @@ type TrackDescriptor struct {
 
 func (x *TrackDescriptor) Reset() {
 	*x = TrackDescriptor{}
-	mi := &file_iket_perfetto_proto_msgTypes[2]
+	mi := &file_iket_perfetto_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -513,7 +620,7 @@ func (x *TrackDescriptor) String() string {
 func (*TrackDescriptor) ProtoMessage() {}
 
 func (x *TrackDescriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_iket_perfetto_proto_msgTypes[2]
+	mi := &file_iket_perfetto_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -526,7 +633,7 @@ func (x *TrackDescriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrackDescriptor.ProtoReflect.Descriptor instead.
 func (*TrackDescriptor) Descriptor() ([]byte, []int) {
-	return file_iket_perfetto_proto_rawDescGZIP(), []int{2}
+	return file_iket_perfetto_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TrackDescriptor) GetUuid() uint64 {
@@ -595,7 +702,7 @@ type CounterDescriptor struct {
 
 func (x *CounterDescriptor) Reset() {
 	*x = CounterDescriptor{}
-	mi := &file_iket_perfetto_proto_msgTypes[3]
+	mi := &file_iket_perfetto_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -607,7 +714,7 @@ func (x *CounterDescriptor) String() string {
 func (*CounterDescriptor) ProtoMessage() {}
 
 func (x *CounterDescriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_iket_perfetto_proto_msgTypes[3]
+	mi := &file_iket_perfetto_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -620,7 +727,7 @@ func (x *CounterDescriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CounterDescriptor.ProtoReflect.Descriptor instead.
 func (*CounterDescriptor) Descriptor() ([]byte, []int) {
-	return file_iket_perfetto_proto_rawDescGZIP(), []int{3}
+	return file_iket_perfetto_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CounterDescriptor) GetUnit() CounterDescriptor_Unit {
@@ -655,7 +762,7 @@ type TrackEvent struct {
 
 func (x *TrackEvent) Reset() {
 	*x = TrackEvent{}
-	mi := &file_iket_perfetto_proto_msgTypes[4]
+	mi := &file_iket_perfetto_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +774,7 @@ func (x *TrackEvent) String() string {
 func (*TrackEvent) ProtoMessage() {}
 
 func (x *TrackEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_iket_perfetto_proto_msgTypes[4]
+	mi := &file_iket_perfetto_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +787,7 @@ func (x *TrackEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrackEvent.ProtoReflect.Descriptor instead.
 func (*TrackEvent) Descriptor() ([]byte, []int) {
-	return file_iket_perfetto_proto_rawDescGZIP(), []int{4}
+	return file_iket_perfetto_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TrackEvent) GetType() TrackEvent_Type {
@@ -768,7 +875,7 @@ type DebugAnnotation struct {
 
 func (x *DebugAnnotation) Reset() {
 	*x = DebugAnnotation{}
-	mi := &file_iket_perfetto_proto_msgTypes[5]
+	mi := &file_iket_perfetto_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +887,7 @@ func (x *DebugAnnotation) String() string {
 func (*DebugAnnotation) ProtoMessage() {}
 
 func (x *DebugAnnotation) ProtoReflect() protoreflect.Message {
-	mi := &file_iket_perfetto_proto_msgTypes[5]
+	mi := &file_iket_perfetto_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +900,7 @@ func (x *DebugAnnotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebugAnnotation.ProtoReflect.Descriptor instead.
 func (*DebugAnnotation) Descriptor() ([]byte, []int) {
-	return file_iket_perfetto_proto_rawDescGZIP(), []int{5}
+	return file_iket_perfetto_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DebugAnnotation) GetNameIid() uint64 {
@@ -855,7 +962,7 @@ type EventName struct {
 
 func (x *EventName) Reset() {
 	*x = EventName{}
-	mi := &file_iket_perfetto_proto_msgTypes[6]
+	mi := &file_iket_perfetto_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +974,7 @@ func (x *EventName) String() string {
 func (*EventName) ProtoMessage() {}
 
 func (x *EventName) ProtoReflect() protoreflect.Message {
-	mi := &file_iket_perfetto_proto_msgTypes[6]
+	mi := &file_iket_perfetto_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +987,7 @@ func (x *EventName) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventName.ProtoReflect.Descriptor instead.
 func (*EventName) Descriptor() ([]byte, []int) {
-	return file_iket_perfetto_proto_rawDescGZIP(), []int{6}
+	return file_iket_perfetto_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *EventName) GetIid() uint64 {
@@ -907,7 +1014,7 @@ type DebugAnnotationName struct {
 
 func (x *DebugAnnotationName) Reset() {
 	*x = DebugAnnotationName{}
-	mi := &file_iket_perfetto_proto_msgTypes[7]
+	mi := &file_iket_perfetto_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -919,7 +1026,7 @@ func (x *DebugAnnotationName) String() string {
 func (*DebugAnnotationName) ProtoMessage() {}
 
 func (x *DebugAnnotationName) ProtoReflect() protoreflect.Message {
-	mi := &file_iket_perfetto_proto_msgTypes[7]
+	mi := &file_iket_perfetto_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -932,7 +1039,7 @@ func (x *DebugAnnotationName) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DebugAnnotationName.ProtoReflect.Descriptor instead.
 func (*DebugAnnotationName) Descriptor() ([]byte, []int) {
-	return file_iket_perfetto_proto_rawDescGZIP(), []int{7}
+	return file_iket_perfetto_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DebugAnnotationName) GetIid() uint64 {
@@ -959,7 +1066,7 @@ type InternedData struct {
 
 func (x *InternedData) Reset() {
 	*x = InternedData{}
-	mi := &file_iket_perfetto_proto_msgTypes[8]
+	mi := &file_iket_perfetto_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1078,7 @@ func (x *InternedData) String() string {
 func (*InternedData) ProtoMessage() {}
 
 func (x *InternedData) ProtoReflect() protoreflect.Message {
-	mi := &file_iket_perfetto_proto_msgTypes[8]
+	mi := &file_iket_perfetto_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1091,7 @@ func (x *InternedData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InternedData.ProtoReflect.Descriptor instead.
 func (*InternedData) Descriptor() ([]byte, []int) {
-	return file_iket_perfetto_proto_rawDescGZIP(), []int{8}
+	return file_iket_perfetto_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *InternedData) GetEventNames() []*EventName {
@@ -1010,7 +1117,7 @@ type ClockSnapshot struct {
 
 func (x *ClockSnapshot) Reset() {
 	*x = ClockSnapshot{}
-	mi := &file_iket_perfetto_proto_msgTypes[9]
+	mi := &file_iket_perfetto_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1022,7 +1129,7 @@ func (x *ClockSnapshot) String() string {
 func (*ClockSnapshot) ProtoMessage() {}
 
 func (x *ClockSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_iket_perfetto_proto_msgTypes[9]
+	mi := &file_iket_perfetto_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1035,7 +1142,7 @@ func (x *ClockSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockSnapshot.ProtoReflect.Descriptor instead.
 func (*ClockSnapshot) Descriptor() ([]byte, []int) {
-	return file_iket_perfetto_proto_rawDescGZIP(), []int{9}
+	return file_iket_perfetto_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ClockSnapshot) GetClocks() []*ClockSnapshot_Clock {
@@ -1049,6 +1156,7 @@ type ClockSnapshot_Clock struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	ClockId          *uint32                `protobuf:"varint,1,opt,name=clock_id,json=clockId" json:"clock_id,omitempty"`
 	Timestamp        *uint64                `protobuf:"varint,2,opt,name=timestamp" json:"timestamp,omitempty"`
+	IsIncremental    *bool                  `protobuf:"varint,3,opt,name=is_incremental,json=isIncremental" json:"is_incremental,omitempty"`
 	UnitMultiplierNs *uint64                `protobuf:"varint,4,opt,name=unit_multiplier_ns,json=unitMultiplierNs" json:"unit_multiplier_ns,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
@@ -1056,7 +1164,7 @@ type ClockSnapshot_Clock struct {
 
 func (x *ClockSnapshot_Clock) Reset() {
 	*x = ClockSnapshot_Clock{}
-	mi := &file_iket_perfetto_proto_msgTypes[10]
+	mi := &file_iket_perfetto_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1068,7 +1176,7 @@ func (x *ClockSnapshot_Clock) String() string {
 func (*ClockSnapshot_Clock) ProtoMessage() {}
 
 func (x *ClockSnapshot_Clock) ProtoReflect() protoreflect.Message {
-	mi := &file_iket_perfetto_proto_msgTypes[10]
+	mi := &file_iket_perfetto_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1081,7 +1189,7 @@ func (x *ClockSnapshot_Clock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockSnapshot_Clock.ProtoReflect.Descriptor instead.
 func (*ClockSnapshot_Clock) Descriptor() ([]byte, []int) {
-	return file_iket_perfetto_proto_rawDescGZIP(), []int{9, 0}
+	return file_iket_perfetto_proto_rawDescGZIP(), []int{11, 0}
 }
 
 func (x *ClockSnapshot_Clock) GetClockId() uint32 {
@@ -1098,6 +1206,13 @@ func (x *ClockSnapshot_Clock) GetTimestamp() uint64 {
 	return 0
 }
 
+func (x *ClockSnapshot_Clock) GetIsIncremental() bool {
+	if x != nil && x.IsIncremental != nil {
+		return *x.IsIncremental
+	}
+	return false
+}
+
 func (x *ClockSnapshot_Clock) GetUnitMultiplierNs() uint64 {
 	if x != nil && x.UnitMultiplierNs != nil {
 		return *x.UnitMultiplierNs
@@ -1111,7 +1226,7 @@ const file_iket_perfetto_proto_rawDesc = "" +
 	"\n" +
 	"\x13iket_perfetto.proto\x12\riket.perfetto\";\n" +
 	"\x05Trace\x122\n" +
-	"\x06packet\x18\x01 \x03(\v2\x1a.iket.perfetto.TracePacketR\x06packet\"\xc3\x04\n" +
+	"\x06packet\x18\x01 \x03(\v2\x1a.iket.perfetto.TracePacketR\x06packet\"\x9b\x05\n" +
 	"\vTracePacket\x12\x1c\n" +
 	"\ttimestamp\x18\b \x01(\x04R\ttimestamp\x12,\n" +
 	"\x12timestamp_clock_id\x18: \x01(\rR\x10timestampClockId\x12;\n" +
@@ -1119,13 +1234,20 @@ const file_iket_perfetto_proto_rawDesc = "" +
 	" \x01(\rR\x17trustedPacketSequenceId\x12@\n" +
 	"\rinterned_data\x18\f \x01(\v2\x1b.iket.perfetto.InternedDataR\finternedData\x12%\n" +
 	"\x0esequence_flags\x18\r \x01(\rR\rsequenceFlags\x127\n" +
-	"\x18first_packet_on_sequence\x18W \x01(\bR\x15firstPacketOnSequence\x12<\n" +
+	"\x18first_packet_on_sequence\x18W \x01(\bR\x15firstPacketOnSequence\x12V\n" +
+	"\x15trace_packet_defaults\x18; \x01(\v2\".iket.perfetto.TracePacketDefaultsR\x13tracePacketDefaults\x12<\n" +
 	"\vtrack_event\x18\v \x01(\v2\x19.iket.perfetto.TrackEventH\x00R\n" +
 	"trackEvent\x12K\n" +
 	"\x10track_descriptor\x18< \x01(\v2\x1e.iket.perfetto.TrackDescriptorH\x00R\x0ftrackDescriptor\x12E\n" +
 	"\x0eclock_snapshot\x18\x06 \x01(\v2\x1c.iket.perfetto.ClockSnapshotH\x00R\rclockSnapshot\x12/\n" +
 	"\x12compressed_packets\x182 \x01(\fH\x00R\x11compressedPacketsB\x06\n" +
-	"\x04data\"\xc1\x05\n" +
+	"\x04data\"\x98\x01\n" +
+	"\x13TracePacketDefaults\x12,\n" +
+	"\x12timestamp_clock_id\x18: \x01(\rR\x10timestampClockId\x12S\n" +
+	"\x14track_event_defaults\x18\v \x01(\v2!.iket.perfetto.TrackEventDefaultsR\x12trackEventDefaults\"3\n" +
+	"\x12TrackEventDefaults\x12\x1d\n" +
+	"\n" +
+	"track_uuid\x18\v \x01(\x04R\ttrackUuid\"\xc1\x05\n" +
 	"\x0fTrackDescriptor\x12\x12\n" +
 	"\x04uuid\x18\x01 \x01(\x04R\x04uuid\x12\x1f\n" +
 	"\vparent_uuid\x18\x05 \x01(\x04R\n" +
@@ -1197,12 +1319,13 @@ const file_iket_perfetto_proto_rawDesc = "" +
 	"\fInternedData\x129\n" +
 	"\vevent_names\x18\x02 \x03(\v2\x18.iket.perfetto.EventNameR\n" +
 	"eventNames\x12X\n" +
-	"\x16debug_annotation_names\x18\x03 \x03(\v2\".iket.perfetto.DebugAnnotationNameR\x14debugAnnotationNames\"\xbb\x01\n" +
+	"\x16debug_annotation_names\x18\x03 \x03(\v2\".iket.perfetto.DebugAnnotationNameR\x14debugAnnotationNames\"\xe3\x01\n" +
 	"\rClockSnapshot\x12:\n" +
-	"\x06clocks\x18\x01 \x03(\v2\".iket.perfetto.ClockSnapshot.ClockR\x06clocks\x1an\n" +
+	"\x06clocks\x18\x01 \x03(\v2\".iket.perfetto.ClockSnapshot.ClockR\x06clocks\x1a\x95\x01\n" +
 	"\x05Clock\x12\x19\n" +
 	"\bclock_id\x18\x01 \x01(\rR\aclockId\x12\x1c\n" +
-	"\ttimestamp\x18\x02 \x01(\x04R\ttimestamp\x12,\n" +
+	"\ttimestamp\x18\x02 \x01(\x04R\ttimestamp\x12%\n" +
+	"\x0eis_incremental\x18\x03 \x01(\bR\risIncremental\x12,\n" +
 	"\x12unit_multiplier_ns\x18\x04 \x01(\x04R\x10unitMultiplierNsB1Z/github.com/iket-trace/iket/perfetto/internal/pb"
 
 var (
@@ -1218,7 +1341,7 @@ func file_iket_perfetto_proto_rawDescGZIP() []byte {
 }
 
 var file_iket_perfetto_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_iket_perfetto_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_iket_perfetto_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_iket_perfetto_proto_goTypes = []any{
 	(TrackDescriptor_ChildTracksOrdering)(0),  // 0: iket.perfetto.TrackDescriptor.ChildTracksOrdering
 	(TrackDescriptor_SiblingMergeBehavior)(0), // 1: iket.perfetto.TrackDescriptor.SiblingMergeBehavior
@@ -1226,36 +1349,40 @@ var file_iket_perfetto_proto_goTypes = []any{
 	(TrackEvent_Type)(0),                      // 3: iket.perfetto.TrackEvent.Type
 	(*Trace)(nil),                             // 4: iket.perfetto.Trace
 	(*TracePacket)(nil),                       // 5: iket.perfetto.TracePacket
-	(*TrackDescriptor)(nil),                   // 6: iket.perfetto.TrackDescriptor
-	(*CounterDescriptor)(nil),                 // 7: iket.perfetto.CounterDescriptor
-	(*TrackEvent)(nil),                        // 8: iket.perfetto.TrackEvent
-	(*DebugAnnotation)(nil),                   // 9: iket.perfetto.DebugAnnotation
-	(*EventName)(nil),                         // 10: iket.perfetto.EventName
-	(*DebugAnnotationName)(nil),               // 11: iket.perfetto.DebugAnnotationName
-	(*InternedData)(nil),                      // 12: iket.perfetto.InternedData
-	(*ClockSnapshot)(nil),                     // 13: iket.perfetto.ClockSnapshot
-	(*ClockSnapshot_Clock)(nil),               // 14: iket.perfetto.ClockSnapshot.Clock
+	(*TracePacketDefaults)(nil),               // 6: iket.perfetto.TracePacketDefaults
+	(*TrackEventDefaults)(nil),                // 7: iket.perfetto.TrackEventDefaults
+	(*TrackDescriptor)(nil),                   // 8: iket.perfetto.TrackDescriptor
+	(*CounterDescriptor)(nil),                 // 9: iket.perfetto.CounterDescriptor
+	(*TrackEvent)(nil),                        // 10: iket.perfetto.TrackEvent
+	(*DebugAnnotation)(nil),                   // 11: iket.perfetto.DebugAnnotation
+	(*EventName)(nil),                         // 12: iket.perfetto.EventName
+	(*DebugAnnotationName)(nil),               // 13: iket.perfetto.DebugAnnotationName
+	(*InternedData)(nil),                      // 14: iket.perfetto.InternedData
+	(*ClockSnapshot)(nil),                     // 15: iket.perfetto.ClockSnapshot
+	(*ClockSnapshot_Clock)(nil),               // 16: iket.perfetto.ClockSnapshot.Clock
 }
 var file_iket_perfetto_proto_depIdxs = []int32{
 	5,  // 0: iket.perfetto.Trace.packet:type_name -> iket.perfetto.TracePacket
-	12, // 1: iket.perfetto.TracePacket.interned_data:type_name -> iket.perfetto.InternedData
-	8,  // 2: iket.perfetto.TracePacket.track_event:type_name -> iket.perfetto.TrackEvent
-	6,  // 3: iket.perfetto.TracePacket.track_descriptor:type_name -> iket.perfetto.TrackDescriptor
-	13, // 4: iket.perfetto.TracePacket.clock_snapshot:type_name -> iket.perfetto.ClockSnapshot
-	7,  // 5: iket.perfetto.TrackDescriptor.counter:type_name -> iket.perfetto.CounterDescriptor
-	0,  // 6: iket.perfetto.TrackDescriptor.child_ordering:type_name -> iket.perfetto.TrackDescriptor.ChildTracksOrdering
-	1,  // 7: iket.perfetto.TrackDescriptor.sibling_merge_behavior:type_name -> iket.perfetto.TrackDescriptor.SiblingMergeBehavior
-	2,  // 8: iket.perfetto.CounterDescriptor.unit:type_name -> iket.perfetto.CounterDescriptor.Unit
-	3,  // 9: iket.perfetto.TrackEvent.type:type_name -> iket.perfetto.TrackEvent.Type
-	9,  // 10: iket.perfetto.TrackEvent.debug_annotations:type_name -> iket.perfetto.DebugAnnotation
-	10, // 11: iket.perfetto.InternedData.event_names:type_name -> iket.perfetto.EventName
-	11, // 12: iket.perfetto.InternedData.debug_annotation_names:type_name -> iket.perfetto.DebugAnnotationName
-	14, // 13: iket.perfetto.ClockSnapshot.clocks:type_name -> iket.perfetto.ClockSnapshot.Clock
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	14, // 1: iket.perfetto.TracePacket.interned_data:type_name -> iket.perfetto.InternedData
+	6,  // 2: iket.perfetto.TracePacket.trace_packet_defaults:type_name -> iket.perfetto.TracePacketDefaults
+	10, // 3: iket.perfetto.TracePacket.track_event:type_name -> iket.perfetto.TrackEvent
+	8,  // 4: iket.perfetto.TracePacket.track_descriptor:type_name -> iket.perfetto.TrackDescriptor
+	15, // 5: iket.perfetto.TracePacket.clock_snapshot:type_name -> iket.perfetto.ClockSnapshot
+	7,  // 6: iket.perfetto.TracePacketDefaults.track_event_defaults:type_name -> iket.perfetto.TrackEventDefaults
+	9,  // 7: iket.perfetto.TrackDescriptor.counter:type_name -> iket.perfetto.CounterDescriptor
+	0,  // 8: iket.perfetto.TrackDescriptor.child_ordering:type_name -> iket.perfetto.TrackDescriptor.ChildTracksOrdering
+	1,  // 9: iket.perfetto.TrackDescriptor.sibling_merge_behavior:type_name -> iket.perfetto.TrackDescriptor.SiblingMergeBehavior
+	2,  // 10: iket.perfetto.CounterDescriptor.unit:type_name -> iket.perfetto.CounterDescriptor.Unit
+	3,  // 11: iket.perfetto.TrackEvent.type:type_name -> iket.perfetto.TrackEvent.Type
+	11, // 12: iket.perfetto.TrackEvent.debug_annotations:type_name -> iket.perfetto.DebugAnnotation
+	12, // 13: iket.perfetto.InternedData.event_names:type_name -> iket.perfetto.EventName
+	13, // 14: iket.perfetto.InternedData.debug_annotation_names:type_name -> iket.perfetto.DebugAnnotationName
+	16, // 15: iket.perfetto.ClockSnapshot.clocks:type_name -> iket.perfetto.ClockSnapshot.Clock
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_iket_perfetto_proto_init() }
@@ -1275,7 +1402,7 @@ func file_iket_perfetto_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_iket_perfetto_proto_rawDesc), len(file_iket_perfetto_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
