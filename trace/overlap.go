@@ -643,8 +643,8 @@ func (a *Analyzer) view() *ctaState {
 // pairOf resolves x and y for query fn and returns their tracked series (-1
 // for one that never ran).
 func (a *Analyzer) pairOf(fn, x, y string) (xr, yr seriesRef, xs, ys int32, err error) {
-	if xr, err = a.resolve(x, false); err == nil {
-		if yr, err = a.resolve(y, false); err == nil {
+	if xr, err = a.resolve(x); err == nil {
+		if yr, err = a.resolve(y); err == nil {
 			if xs, err = a.lookup(xr); err == nil {
 				ys, err = a.lookup(yr)
 			}

@@ -67,10 +67,9 @@ type seriesRef struct {
 func (r seriesRef) key() uint64 { return uint64(r.g)<<16 | uint64(r.name) }
 
 // resolve turns series text into a group and range id. A plain name that
-// exactly one role ran resolves to that role when perRole is set (for
-// per-warp counts, which differ between a role and all roles); otherwise
-// to every role.
-func (a *Analyzer) resolve(text string, perRole bool) (seriesRef, error) {
+// exactly one role ran resolves to that role's series (the same ranges as
+// every role's), otherwise to every role's.
+func (a *Analyzer) resolve(text string) (seriesRef, error) {
 	s := ParseSeries(text)
 	id, err := a.rangeID(s.Range)
 	if err != nil {
@@ -84,7 +83,7 @@ func (a *Analyzer) resolve(text string, perRole bool) (seriesRef, error) {
 			return seriesRef{}, err
 		}
 		ref.g = g
-	case perRole:
+	default:
 		if roles := a.byName[id]; len(roles) == 1 {
 			ref.g = roles[0]
 		}
@@ -136,8 +135,9 @@ type trackedSeries struct {
 	busiest      CTABubble // the CTA where it was active for the largest share of the CTA's span
 }
 
-// sid returns the tracked series of key (g<<16 | name), creating it when
-// the name is a declared RANGE and there is room; -1 when untracked.
+// sid returns the tracked series of role group g and range name, creating
+// it when the name is a declared RANGE and there is room; -1 when
+// untracked.
 func (a *Analyzer) sid(g uint32, name uint16) int32 {
 	k := uint64(g)<<16 | uint64(name)
 	if s, ok := a.sids[k]; ok {
@@ -149,6 +149,52 @@ func (a *Analyzer) sid(g uint32, name uint16) int32 {
 	}
 	a.sids[k] = s
 	return s
+}
+
+// aggSid returns the tracked every-role series of range name, which exists
+// once a second role ran the name (until then it is the one role's
+// series), or -1. Created late, it starts as a copy of the first role's
+// series, which held every range of the name so far, and takes the open
+// CTA's ranges of the name.
+func (a *Analyzer) aggSid(name uint16) int32 {
+	k := uint64(aggGroup)<<16 | uint64(name)
+	if s, ok := a.sids[k]; ok {
+		return s
+	}
+	if len(a.byName[name]) < 2 {
+		return -1
+	}
+	s := int32(-1)
+	src, ok := a.sids[uint64(a.byName[name][0])<<16|uint64(name)]
+	if ok && src >= 0 && len(a.st.series) < MaxTrackedSeries {
+		s = a.copySeries(src)
+		for i := range a.cta.ranges {
+			if r := &a.cta.ranges[i]; r.name == name {
+				r.asid = s
+			}
+		}
+	}
+	a.sids[k] = s
+	return s
+}
+
+// copySeries adds the every-role series of src's name as a copy of src.
+func (a *Analyzer) copySeries(src int32) int32 {
+	st := &a.st
+	j := int32(len(st.series))
+	c := st.series[src]
+	c.g = aggGroup
+	st.series = append(st.series, c)
+	for i := range st.series[:j] {
+		st.pairs[i][j] = st.pairs[i][src].clone()
+	}
+	row := make([]pairAcc, MaxTrackedSeries)
+	for i := range st.series[:j] {
+		row[i] = st.pairs[src][i].clone()
+	}
+	row[j] = st.pairs[src][src].clone()
+	st.pairs = append(st.pairs, row)
+	return j
 }
 
 func (a *Analyzer) isRange(name uint16) bool {

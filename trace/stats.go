@@ -258,7 +258,7 @@ func (a *Analyzer) Add(w *Warp) {
 	for _, n := range a.touched {
 		a.tacc = append(a.tacc, a.acc(uint32(w.Role), n))
 		a.tagg = append(a.tagg, a.acc(aggGroup, n))
-		a.tsid = append(a.tsid, [2]int32{a.sid(uint32(w.Role), n), a.sid(aggGroup, n)})
+		a.tsid = append(a.tsid, [2]int32{a.sid(uint32(w.Role), n), a.aggSid(n)})
 	}
 	a.cta.add(w, func(i int) (int32, int32) {
 		s := a.tsid[a.pos[w.Ranges[i].Name]]
