@@ -98,10 +98,10 @@ func (r *hangReport) write(w io.Writer) {
 	}
 	fmt.Fprintln(w, "still running, by role and innermost open range:")
 	for _, g := range r.Groups {
-		fmt.Fprintf(w, "  %6d  %-14s inside %s\n", g.Warps, g.Role, g.Inside)
+		fmt.Fprintf(w, "  %6d  %-14s inside %s\n", g.Warps, safeName(g.Role), safeName(g.Inside))
 	}
 	fmt.Fprintln(w, "for example:")
 	for _, e := range r.Examples {
-		fmt.Fprintf(w, "  %s\n", e)
+		fmt.Fprintf(w, "  %s\n", safeName(e))
 	}
 }
