@@ -8,8 +8,9 @@ type Process struct {
 	Args []string `json:"args,omitempty"`
 	Host string   `json:"host,omitempty"`
 	// Env holds the launcher's variables that name the process's place in
-	// a job (RANK, LOCAL_RANK, WORLD_SIZE, OMPI_COMM_WORLD_RANK, ...).
-	Env map[string]string `json:"env,omitempty"`
+	// a job, as NAME=value (RANK, LOCAL_RANK, WORLD_SIZE,
+	// OMPI_COMM_WORLD_RANK, ...).
+	Env []string `json:"env,omitempty"`
 	// Rank is the process's rank from Env, -1 when none says.
 	Rank int `json:"rank"`
 }

@@ -31,6 +31,7 @@ type runOptions struct {
 	noControl bool
 	noTiming  bool
 	spec      string
+	app       appOptions
 }
 
 func (o *runOptions) flags(cmd *cobra.Command) {
@@ -53,9 +54,10 @@ func (o *runOptions) flags(cmd *cobra.Command) {
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
-		Use:   "run KERNEL",
-		Short: "Trace and time a kernel on the GPU",
-		Long: `run compiles a kernel twice (with and without tracing), checks that both
+		Use:   "run [flags] -- CMD [ARGS...] | run KERNEL",
+		Short: "Trace the kernels of your program, or time a standalone kernel",
+		Long: appHelp + `
+run KERNEL (the standalone micro-benchmark path) compiles a kernel twice (with and without tracing), checks that both
 builds compute the exact output, traces one launch, times both builds with
 CUDA events (warm-up until stable, rounds in rotating order with a control,
 the uninstrumented build loaded again, L2 flushed before each call, medians,
@@ -69,12 +71,26 @@ KERNEL is a built-in program's name or its source file (built-ins: ` + builtinNa
 for any other kernel, --spec FILE describes it (docs/SPEC.md).
 A kernel that faults or does not finish within --timeout is reported with what
 its warps recorded; iket exits 2.`,
-		Example: `  iket run warp_roles -o out
+		Example: `  iket run -o out -- ./app --its --own --flags
+  iket run -o out --kernel 'gemm.*' --launch 3 -- python serve.py
+  iket run -o out --launch 0-9 --baseline './app_plain --n 4' -- ./app --n 4
+  iket run warp_roles -o out
   iket run kernels/examples/warp_roles.cu --mode wrap --capacity 64
   iket run hang --watch --timeout 2s     # diagnose a deadlock
   iket run --spec my_kernel.yaml          # your own kernel`,
-		Args: cobra.MaximumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() >= 0 {
+				return nil
+			}
+			return cobra.MaximumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if n := cmd.ArgsLenAtDash(); n >= 0 {
+				if n > 0 || o.spec != "" {
+					return failWith(exitError, fmt.Errorf("run: give KERNEL, --spec FILE or -- CMD, one of them"))
+				}
+				return runApp(cmd, o, args, stdout, stderr)
+			}
 			var prog *iket.Program
 			var src, base *iket.Source
 			switch {
@@ -109,6 +125,7 @@ its warps recorded; iket exits 2.`,
 		},
 	}
 	o.flags(cmd)
+	o.app.flags(cmd)
 	cmd.Flags().StringVar(&o.spec, "spec", "", "YAML spec of your own kernel's launch (docs/SPEC.md)")
 	return cmd
 }

@@ -1,0 +1,2 @@
+// Package attach runs a program with iket attached.
+package attach

@@ -1,0 +1,249 @@
+package attach
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+// Boundary states what an application launch's time covers.
+const Boundary = "one kernel launch inside the application, CUDA events recorded on its own stream right before and after it; " +
+	"the GPU drained before it (traced and timed launches run alone); the application's own inputs and cache state, no L2 flush"
+
+// Pair is one occurrence of a kernel timed in both programs.
+type Pair struct {
+	Occurrence       uint64  `json:"occurrence"`
+	InstrumentedUS   float64 `json:"instrumented_us"`
+	UninstrumentedUS float64 `json:"uninstrumented_us"`
+	Ratio            float64 `json:"ratio"`
+}
+
+// KernelLatency compares one kernel's traced launches with the same
+// occurrences in the baseline program (built without IKET_ENABLE).
+type KernelLatency struct {
+	Kernel         string          `json:"kernel"`
+	Mangled        string          `json:"mangled"`
+	Pairs          []Pair          `json:"pairs"`
+	Instrumented   trace.Samples   `json:"instrumented"`
+	Uninstrumented *trace.Samples  `json:"uninstrumented,omitempty"`
+	Ratio          float64         `json:"ratio,omitempty"`        // instrumented median / uninstrumented median
+	PairedRatio    float64         `json:"paired_ratio,omitempty"` // median of the pairs' ratios
+	Resources      KernelResources `json:"resources"`
+	// Unpaired lists the traced occurrences the baseline did not time (it
+	// launched the kernel fewer times, or the launch failed there).
+	Unpaired []uint64 `json:"unpaired,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// KernelResources are the two builds' resources, the perturbation tracing
+// brings.
+type KernelResources struct {
+	Instrumented   *trace.Resources `json:"instrumented,omitempty"`
+	Uninstrumented *trace.Resources `json:"uninstrumented,omitempty"`
+}
+
+// Times lists, for the baseline program, the occurrences of each kernel
+// that p traced.
+func Times(ps []*Process) map[string][]uint64 {
+	t := map[string][]uint64{}
+	for _, p := range ps {
+		for _, l := range p.Launches {
+			if l.Info.Traced && l.Info.Status == "ok" {
+				t[l.Info.Kernel] = append(t[l.Info.Kernel], l.Info.Occurrence)
+			}
+		}
+	}
+	for k, v := range t {
+		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+		t[k] = dedup(v)
+	}
+	return t
+}
+
+func dedup(v []uint64) []uint64 {
+	out := v[:0]
+	for i, x := range v {
+		if i == 0 || x != v[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// MatchProcesses pairs each traced process with the baseline's process of
+// the same rank, or when ranks are absent, of the same position among the
+// processes that launched kernels.
+func MatchProcesses(traced, base []*Process) map[*Process]*Process {
+	m := map[*Process]*Process{}
+	byRank := map[int]*Process{}
+	var unranked []*Process
+	for _, b := range base {
+		if r := b.Rank(); r >= 0 {
+			byRank[r] = b
+		} else if len(b.Launches) > 0 {
+			unranked = append(unranked, b)
+		}
+	}
+	i := 0
+	for _, t := range traced {
+		if r := t.Rank(); r >= 0 {
+			if b, ok := byRank[r]; ok {
+				m[t] = b
+			}
+			continue
+		}
+		if len(t.Launches) == 0 {
+			continue
+		}
+		if i < len(unranked) {
+			m[t] = unranked[i]
+			i++
+		}
+	}
+	return m
+}
+
+// Compare returns the latency of each kernel p traced, paired with base's
+// timed launches when base is not nil.
+func Compare(p, base *Process) []KernelLatency {
+	var out []KernelLatency
+	idx := map[string]int{}
+	for _, l := range p.Launches {
+		if !l.Info.Traced || l.Info.Status != "ok" || l.Info.ElapsedMS == nil {
+			continue
+		}
+		i, ok := idx[l.Info.Kernel]
+		if !ok {
+			i = len(out)
+			idx[l.Info.Kernel] = i
+			res := l.Info.Resources
+			out = append(out, KernelLatency{Kernel: l.Kernel, Mangled: l.Info.Kernel, Resources: KernelResources{Instrumented: &res}})
+		}
+		k := &out[i]
+		k.Pairs = append(k.Pairs, Pair{Occurrence: l.Info.Occurrence, InstrumentedUS: *l.Info.ElapsedMS * 1000})
+	}
+	timed := map[string]map[uint64]*Launch{}
+	if base != nil {
+		for _, l := range base.Launches {
+			if l.Info.Status != "ok" || l.Info.ElapsedMS == nil {
+				continue
+			}
+			if timed[l.Info.Kernel] == nil {
+				timed[l.Info.Kernel] = map[uint64]*Launch{}
+			}
+			timed[l.Info.Kernel][l.Info.Occurrence] = l
+		}
+	}
+	for i := range out {
+		k := &out[i]
+		var inst, un, ratios []float64
+		kept := k.Pairs[:0]
+		for _, pr := range k.Pairs {
+			inst = append(inst, pr.InstrumentedUS)
+			b, ok := timed[k.Mangled][pr.Occurrence]
+			if !ok {
+				if base != nil {
+					k.Unpaired = append(k.Unpaired, pr.Occurrence)
+				}
+				pr.UninstrumentedUS = math.NaN()
+				if base == nil {
+					kept = append(kept, pr)
+				}
+				continue
+			}
+			if k.Resources.Uninstrumented == nil {
+				res := b.Info.Resources
+				k.Resources.Uninstrumented = &res
+			}
+			pr.UninstrumentedUS = *b.Info.ElapsedMS * 1000
+			if pr.UninstrumentedUS > 0 {
+				pr.Ratio = pr.InstrumentedUS / pr.UninstrumentedUS
+				ratios = append(ratios, pr.Ratio)
+			}
+			un = append(un, pr.UninstrumentedUS)
+			kept = append(kept, pr)
+		}
+		k.Pairs = kept
+		k.Instrumented = samples(inst)
+		if len(un) > 0 {
+			s := samples(un)
+			k.Uninstrumented = &s
+			if s.MedianUS > 0 {
+				k.Ratio = k.Instrumented.MedianUS / s.MedianUS
+			}
+			k.PairedRatio = median(ratios)
+		}
+		if base == nil {
+			// Keep the JSON valid: no NaN when there is no baseline.
+			for j := range k.Pairs {
+				k.Pairs[j].UninstrumentedUS = 0
+			}
+		}
+		k.Warnings = perturbation(k.Resources)
+	}
+	return out
+}
+
+// perturbation warns where tracing changed what the kernel takes of an SM.
+func perturbation(r KernelResources) []string {
+	a, b := r.Instrumented, r.Uninstrumented
+	if a == nil || b == nil {
+		return nil
+	}
+	var w []string
+	if a.MaxActiveCTAsPerSM != b.MaxActiveCTAsPerSM {
+		w = append(w, fmt.Sprintf("occupancy differs: %d CTAs per SM traced, %d uninstrumented", a.MaxActiveCTAsPerSM, b.MaxActiveCTAsPerSM))
+	}
+	if a.LocalBytes != b.LocalBytes {
+		w = append(w, fmt.Sprintf("local memory (spills) differs: %d bytes per thread traced, %d uninstrumented", a.LocalBytes, b.LocalBytes))
+	}
+	return w
+}
+
+func samples(v []float64) trace.Samples {
+	if len(v) == 0 {
+		return trace.Samples{}
+	}
+	s := trace.Samples{RoundsUS: append([]float64{}, v...), MedianUS: median(v), MinUS: v[0], MaxUS: v[0]}
+	for _, x := range v {
+		s.MinUS = math.Min(s.MinUS, x)
+		s.MaxUS = math.Max(s.MaxUS, x)
+	}
+	return s
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64{}, v...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Latency is the comparison in the capture's form, for the launch's
+// metadata; nil without a baseline.
+func (k *KernelLatency) Latency() *trace.Latency {
+	if k.Uninstrumented == nil {
+		return nil
+	}
+	return &trace.Latency{
+		Uninstrumented: *k.Uninstrumented,
+		Instrumented:   k.Instrumented,
+		Ratio:          k.Ratio,
+		PairedRatio:    k.PairedRatio,
+		Settings: trace.TimingSettings{
+			Rounds:        len(k.Pairs),
+			CallsPerRound: 1,
+			Order:         "the traced program, then the baseline program",
+			Boundary:      Boundary,
+			Serialized:    true,
+		},
+	}
+}

@@ -1,0 +1,159 @@
+/* iket_cuda.h: the few CUDA driver and CUPTI declarations that iket's
+ * injection library uses, written from the documented ABI so that it builds
+ * with no CUDA toolkit. Entry points are resolved at run time with dlsym;
+ * nothing here is linked. Values are those of cuda.h and cupti_*.h, which
+ * NVIDIA does not renumber. */
+#ifndef IKET_CUDA_H
+#define IKET_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUkern_st *CUkernel;
+typedef struct CUlib_st *CUlibrary;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct { char bytes[16]; } CUuuid;
+
+enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
+  CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+};
+
+enum {
+  CU_DEVICE_ATTRIBUTE_CLOCK_RATE = 13,
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+};
+
+enum {
+  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+  CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+  CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES = 2,
+  CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,
+  CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+  CU_FUNC_ATTRIBUTE_PTX_VERSION = 5,
+  CU_FUNC_ATTRIBUTE_BINARY_VERSION = 6,
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+};
+
+enum { CU_STREAM_CAPTURE_STATUS_NONE = 0 };
+enum { CU_STREAM_NON_BLOCKING = 1 };
+enum { CU_EVENT_DEFAULT = 0 };
+enum { CU_MEMHOSTALLOC_PORTABLE = 1, CU_MEMHOSTALLOC_DEVICEMAP = 2 };
+enum { CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4 };
+
+typedef struct {
+  int id;
+  char pad[4];
+  union {
+    char pad[64];
+    struct {
+      unsigned x, y, z;
+    } clusterDim;
+  } value;
+} CUlaunchAttribute;
+
+typedef struct {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned numAttrs;
+} CUlaunchConfig;
+
+/* Parameters of the launch entry points, as CUPTI passes them. */
+typedef struct {
+  CUfunction f;
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  void **kernelParams;
+  void **extra; /* absent in cuLaunchCooperativeKernel's */
+} cuLaunchKernel_params;
+
+typedef struct {
+  const CUlaunchConfig *config;
+  CUfunction f;
+  void **kernelParams;
+  void **extra;
+} cuLaunchKernelEx_params;
+
+typedef struct {
+  CUgraphExec hGraph;
+  CUstream hStream;
+} cuGraphLaunch_params;
+
+/* CUPTI. */
+typedef int CUptiResult;
+typedef uint32_t CUpti_CallbackId;
+typedef struct CUpti_Subscriber_st *CUpti_SubscriberHandle;
+
+enum {
+  CUPTI_SUCCESS = 0,
+  CUPTI_ERROR_NOT_INITIALIZED = 15,
+  CUPTI_ERROR_INSUFFICIENT_PRIVILEGES = 35,
+  CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED = 39,
+};
+
+typedef enum {
+  CUPTI_CB_DOMAIN_INVALID = 0,
+  CUPTI_CB_DOMAIN_DRIVER_API = 1,
+  CUPTI_CB_DOMAIN_RUNTIME_API = 2,
+  CUPTI_CB_DOMAIN_RESOURCE = 3,
+} CUpti_CallbackDomain;
+
+typedef enum { CUPTI_API_ENTER = 0, CUPTI_API_EXIT = 1 } CUpti_ApiCallbackSite;
+
+typedef struct {
+  CUpti_ApiCallbackSite callbackSite;
+  const char *functionName;
+  const void *functionParams;
+  void *functionReturnValue;
+  const char *symbolName;
+  CUcontext context;
+  uint32_t contextUid;
+  uint64_t *correlationData;
+  uint32_t correlationId;
+} CUpti_CallbackData;
+
+typedef void (*CUpti_CallbackFunc)(void *userdata, CUpti_CallbackDomain domain,
+                                   CUpti_CallbackId cbid, const void *cbdata);
+
+/* Callback ids (cupti_driver_cbid.h, cupti_runtime_cbid.h), used when
+ * cuptiGetCallbackName is missing; otherwise ids are found by name. */
+enum {
+  IKET_CBID_cuLaunchKernel = 307,
+  IKET_CBID_cuLaunchKernel_ptsz = 442,
+  IKET_CBID_cuLaunchCooperativeKernel = 477,
+  IKET_CBID_cuLaunchCooperativeKernel_ptsz = 478,
+  IKET_CBID_cuGraphLaunch = 514,
+  IKET_CBID_cuGraphLaunch_ptsz = 515,
+  IKET_CBID_cuLaunchKernelEx = 652,
+  IKET_CBID_cuLaunchKernelEx_ptsz = 653,
+  IKET_CBID_cudaLaunchKernel_v7000 = 211,
+  IKET_CBID_cudaLaunchKernel_ptsz_v7000 = 214,
+  IKET_CBID_cudaLaunchCooperativeKernel_v9000 = 269,
+  IKET_CBID_cudaLaunchCooperativeKernel_ptsz_v9000 = 270,
+  IKET_CBID_cudaGraphLaunch_v10000 = 311,
+  IKET_CBID_cudaGraphLaunch_ptsz_v10000 = 312,
+  IKET_CBID_cudaLaunchKernelExC_v11060 = 430,
+  IKET_CBID_cudaLaunchKernelExC_ptsz_v11060 = 431,
+};
+
+#endif

@@ -1,0 +1,1070 @@
+/* iket_inject.c: the part of iket that lives inside a traced program.
+ *
+ * The CUDA driver loads this library into the program when
+ * CUDA_INJECTION64_PATH names it and calls InitializeInjection during cuInit.
+ * It subscribes to CUPTI's callbacks on the kernel launch entry points, and
+ * for each launch of a kernel whose module carries iket's instrumentation
+ * (the device globals iket_state and iket_name_table, docs/FORMAT.md) that
+ * the iket process selects, it gives the launch its warp buffers, times it
+ * with CUDA events on its own stream, waits for it, reads the buffers back
+ * and hands everything to the iket process over a Unix socket (IKET_SOCKET).
+ * The iket process alone writes captures. Every other launch runs untouched.
+ *
+ * Rules it keeps: C, libc, libdl and libpthread only; no threads of its own;
+ * nothing printed to the program's stdout; the program's results, errors and
+ * exit code are its own. When anything about a launch is unexpected, the
+ * launch runs untraced and the reason goes to the iket process.
+ *
+ * Environment (set by `iket run`): IKET_SOCKET, IKET_MODE (trace or time),
+ * IKET_CAPACITY, IKET_LAUNCHES (ranges of matching launches to trace, e.g.
+ * "0-0,3-5"), IKET_WATCH (1: host-mapped buffers), IKET_TIMEOUT_MS,
+ * IKET_CUPTI_LIB (path of libcupti, optional). The wire format is in
+ * docs/RUNTIME.md ("The injection protocol"). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "iket_cuda.h"
+
+#define IKET_PROTOCOL 1
+#define STATE_SIZE 32
+#define MAX_RANGES 64
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- driver and CUPTI entry points, resolved with dlsym ---- */
+
+static struct {
+  CUresult (*GetErrorName)(CUresult, const char **);
+  CUresult (*DriverGetVersion)(int *);
+  CUresult (*CtxGetDevice)(CUdevice *);
+  CUresult (*CtxSynchronize)(void);
+  CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*DeviceGetName)(char *, int, CUdevice);
+  CUresult (*DeviceGetUuid)(CUuuid *, CUdevice);
+  CUresult (*DeviceGetPCIBusId)(char *, int, CUdevice);
+  CUresult (*FuncGetModule)(CUmodule *, CUfunction);
+  CUresult (*FuncGetAttribute)(int *, int, CUfunction);
+  CUresult (*FuncGetName)(const char **, CUfunction);        /* optional */
+  CUresult (*KernelGetFunction)(CUfunction *, CUkernel);     /* optional */
+  CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
+  CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+  CUresult (*MemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned);
+  CUresult (*MemFreeHost)(void *);
+  CUresult (*StreamCreate)(CUstream *, unsigned);
+  CUresult (*StreamDestroy)(CUstream);
+  CUresult (*StreamQuery)(CUstream);
+  CUresult (*StreamIsCapturing)(CUstream, int *);
+  CUresult (*EventCreate)(CUevent *, unsigned);
+  CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*EventQuery)(CUevent);
+  CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*EventDestroy)(CUevent);
+  CUresult (*OccupancyMaxActiveBlocks)(int *, CUfunction, int, size_t);
+} cu;
+
+static struct {
+  CUptiResult (*Subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+  CUptiResult (*EnableCallback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
+                                CUpti_CallbackId);
+  CUptiResult (*GetResultString)(CUptiResult, const char **);
+  CUptiResult (*GetCallbackName)(CUpti_CallbackDomain, uint32_t, const char **); /* optional */
+} cupti;
+
+/* ---- process state ---- */
+
+enum { MODE_TRACE, MODE_TIME };
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int sock = -1;
+static pid_t sock_pid;
+static int mode = MODE_TRACE;
+static unsigned capacity = 4096;
+static int watch;
+static long timeout_ms = 10000;
+static int nranges;
+static unsigned long long ranges[MAX_RANGES][2];
+static unsigned long long matching; /* matching launches seen (trace mode) */
+static unsigned long long seen, traced, timed, skipped;
+static int started;
+
+/* Launch families, by callback id. */
+enum { F_NONE, F_KERNEL, F_COOP, F_EX, F_GRAPH, F_RUNTIME, F_RUNTIME_GRAPH };
+#define MAX_CBID 1024
+static unsigned char driver_family[MAX_CBID], runtime_family[MAX_CBID];
+
+/* Per-function cache. */
+typedef struct fn {
+  struct fn *next;
+  CUfunction f;
+  CUcontext ctx;
+  int decided, instrumented, selected;
+  CUdeviceptr state;
+  unsigned char initial[STATE_SIZE];
+  unsigned long long launches; /* launches of this function */
+  /* time mode: the occurrences to time, sorted; all when ntimes < 0 */
+  long ntimes;
+  unsigned long long *times;
+  char *name;
+} fn;
+#define FN_BUCKETS 1024
+static fn *fns[FN_BUCKETS];
+
+/* A traced or timed launch between its ENTER and EXIT callbacks. */
+typedef struct pending {
+  fn *fn;
+  int trace;
+  CUstream stream;
+  unsigned grid[3], block[3], cluster[3], shared;
+  unsigned long long index, occurrence;
+  unsigned warps_per_cta;
+  unsigned long long warps;
+  size_t size, alloc;
+  CUdeviceptr dbuf, base;
+  void *hbuf; /* watch: the mapped host allocation */
+  CUevent ev0, ev1;
+  struct timespec rt0, mono0;
+  const char *family;
+} pending;
+
+static __thread int rt_pending; /* a runtime launch whose driver launch is not yet seen */
+static unsigned long long rt_unseen;
+
+/* ---- small helpers ---- */
+
+static const char *errname(CUresult r) {
+  const char *s = NULL;
+  if (cu.GetErrorName == NULL || cu.GetErrorName(r, &s) != CUDA_SUCCESS || s == NULL) return "CUDA_ERROR_UNKNOWN";
+  return s;
+}
+
+static long long ns(const struct timespec *t) { return (long long)t->tv_sec * 1000000000LL + t->tv_nsec; }
+
+/* A growable buffer for the JSON of a message. */
+typedef struct {
+  char *p;
+  size_t n, cap;
+  int oom;
+} buf;
+
+static void bput(buf *b, const char *s, size_t n) {
+  if (b->oom) return;
+  if (b->n + n + 1 > b->cap) {
+    size_t c = b->cap ? b->cap * 2 : 1024;
+    while (c < b->n + n + 1) c *= 2;
+    char *p = realloc(b->p, c);
+    if (p == NULL) {
+      b->oom = 1;
+      return;
+    }
+    b->p = p;
+    b->cap = c;
+  }
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = 0;
+}
+
+static void bprintf(buf *b, const char *fmt, ...) {
+  char tmp[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n >= sizeof tmp) n = sizeof tmp - 1;
+  bput(b, tmp, (size_t)n);
+}
+
+/* bstr appends s as a JSON string (NULL as null). */
+static void bstr(buf *b, const char *s) {
+  if (s == NULL) {
+    bput(b, "null", 4);
+    return;
+  }
+  bput(b, "\"", 1);
+  for (const unsigned char *c = (const unsigned char *)s; *c; ++c) {
+    if (*c == '"' || *c == '\\') {
+      char e[2] = {'\\', (char)*c};
+      bput(b, e, 2);
+    } else if (*c < 0x20 || *c == 0x7f) {
+      bprintf(b, "\\u%04x", *c);
+    } else {
+      bput(b, (const char *)c, 1);
+    }
+  }
+  bput(b, "\"", 1);
+}
+
+static int write_all(const void *p, size_t n) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t w = send(sock, c, n, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    c += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static int read_line(char *line, size_t cap) {
+  size_t n = 0;
+  while (n + 1 < cap) {
+    ssize_t r = recv(sock, line + n, 1, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    if (line[n] == '\n') break;
+    ++n;
+  }
+  line[n] = 0;
+  return 0;
+}
+
+static int connect_iket(void);
+
+/* sendmsg_ sends one message: a u32 length (type byte, JSON and payload), the
+ * type, a u32 JSON length, the JSON, then the payload. Called with mu held. */
+static int send_msg(char type, const buf *json, const void *payload, size_t plen) {
+  if (connect_iket() < 0) return -1;
+  uint32_t jl = (uint32_t)json->n;
+  unsigned long long total = 1ull + 4ull + jl + plen;
+  if (total > 0xffffffffull) return -1;
+  unsigned char h[9];
+  uint32_t t = (uint32_t)total;
+  memcpy(h, &t, 4); /* little-endian hosts only: x86-64, aarch64 */
+  h[4] = (unsigned char)type;
+  memcpy(h + 5, &jl, 4);
+  if (write_all(h, sizeof h) < 0 || write_all(json->p, jl) < 0) return -1;
+  if (plen > 0 && write_all(payload, plen) < 0) return -1;
+  return 0;
+}
+
+/* note sends a warning or an error the iket process reports. */
+static void note(const char *level, const char *code, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  buf b = {0};
+  bput(&b, "{\"level\":", 9);
+  bstr(&b, level);
+  bput(&b, ",\"code\":", 8);
+  bstr(&b, code);
+  bput(&b, ",\"msg\":", 7);
+  bstr(&b, msg);
+  bput(&b, "}", 1);
+  if (!b.oom && send_msg('E', &b, NULL, 0) < 0 && strcmp(level, "error") == 0)
+    fprintf(stderr, "iket: %s\n", msg); /* no iket process to tell */
+  free(b.p);
+}
+
+static void hello(void) {
+  buf b = {0};
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = 0;
+  int drv = 0;
+  if (cu.DriverGetVersion) cu.DriverGetVersion(&drv);
+  bprintf(&b, "{\"protocol\":%d,\"pid\":%d,\"ppid\":%d,\"host\":", IKET_PROTOCOL, (int)getpid(), (int)getppid());
+  bstr(&b, host);
+  bput(&b, ",\"exe\":", 7);
+  bstr(&b, exe);
+  bprintf(&b, ",\"driver_version\":%d,\"env\":{", drv);
+  static const char *vars[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+                               "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "SLURM_PROCID", "CUDA_VISIBLE_DEVICES"};
+  int first = 1;
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; ++i) {
+    const char *v = getenv(vars[i]);
+    if (v == NULL) continue;
+    if (!first) bput(&b, ",", 1);
+    first = 0;
+    bstr(&b, vars[i]);
+    bput(&b, ":", 1);
+    bstr(&b, v);
+  }
+  bput(&b, "}}", 2);
+  if (!b.oom) send_msg('H', &b, NULL, 0);
+  free(b.p);
+}
+
+/* connect_iket connects once per process (again in a forked child). */
+static int connect_iket(void) {
+  if (sock >= 0 && sock_pid == getpid()) return 0;
+  if (sock >= 0) close(sock); /* a forked child's copy of its parent's */
+  sock = -1;
+  const char *path = getenv("IKET_SOCKET");
+  if (path == NULL || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) return -1;
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return -1;
+  struct sockaddr_un a;
+  memset(&a, 0, sizeof a);
+  a.sun_family = AF_UNIX;
+  strcpy(a.sun_path, path);
+  if (connect(s, (struct sockaddr *)&a, sizeof a) < 0) {
+    close(s);
+    return -1;
+  }
+  sock = s;
+  sock_pid = getpid();
+  hello();
+  return 0;
+}
+
+static void *sym(void *h, const char *a, const char *b) {
+  void *p = b ? dlsym(h, b) : NULL;
+  return p ? p : dlsym(h, a);
+}
+
+static int load_driver(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (h == NULL) h = dlopen("libcuda.so.1", RTLD_NOW);
+  if (h == NULL) return -1;
+#define REQ(field, name, v2)                                  \
+  if ((*(void **)&cu.field = sym(h, name, v2)) == NULL) {     \
+    note("error", "driver_symbol", "the CUDA driver lacks %s", name); \
+    return -1;                                                \
+  }
+  REQ(GetErrorName, "cuGetErrorName", NULL)
+  REQ(DriverGetVersion, "cuDriverGetVersion", NULL)
+  REQ(CtxGetDevice, "cuCtxGetDevice", NULL)
+  REQ(CtxSynchronize, "cuCtxSynchronize", NULL)
+  REQ(DeviceGetAttribute, "cuDeviceGetAttribute", NULL)
+  REQ(DeviceGetName, "cuDeviceGetName", NULL)
+  REQ(DeviceGetUuid, "cuDeviceGetUuid", "cuDeviceGetUuid_v2")
+  REQ(DeviceGetPCIBusId, "cuDeviceGetPCIBusId", NULL)
+  REQ(FuncGetModule, "cuFuncGetModule", NULL)
+  REQ(FuncGetAttribute, "cuFuncGetAttribute", NULL)
+  REQ(ModuleGetGlobal, "cuModuleGetGlobal", "cuModuleGetGlobal_v2")
+  REQ(MemAlloc, "cuMemAlloc", "cuMemAlloc_v2")
+  REQ(MemFree, "cuMemFree", "cuMemFree_v2")
+  REQ(MemsetD8, "cuMemsetD8", "cuMemsetD8_v2")
+  REQ(MemcpyDtoH, "cuMemcpyDtoH", "cuMemcpyDtoH_v2")
+  REQ(MemcpyHtoD, "cuMemcpyHtoD", "cuMemcpyHtoD_v2")
+  REQ(MemcpyDtoHAsync, "cuMemcpyDtoHAsync", "cuMemcpyDtoHAsync_v2")
+  REQ(MemHostAlloc, "cuMemHostAlloc", NULL)
+  REQ(MemHostGetDevicePointer, "cuMemHostGetDevicePointer", "cuMemHostGetDevicePointer_v2")
+  REQ(MemFreeHost, "cuMemFreeHost", NULL)
+  REQ(StreamCreate, "cuStreamCreate", NULL)
+  REQ(StreamDestroy, "cuStreamDestroy", "cuStreamDestroy_v2")
+  REQ(StreamQuery, "cuStreamQuery", NULL)
+  REQ(StreamIsCapturing, "cuStreamIsCapturing", NULL)
+  REQ(EventCreate, "cuEventCreate", NULL)
+  REQ(EventRecord, "cuEventRecord", NULL)
+  REQ(EventQuery, "cuEventQuery", NULL)
+  REQ(EventElapsedTime, "cuEventElapsedTime", "cuEventElapsedTime_v2")
+  REQ(EventDestroy, "cuEventDestroy", "cuEventDestroy_v2")
+  REQ(OccupancyMaxActiveBlocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL)
+#undef REQ
+  *(void **)&cu.FuncGetName = dlsym(h, "cuFuncGetName");
+  *(void **)&cu.KernelGetFunction = dlsym(h, "cuKernelGetFunction");
+  return 0;
+}
+
+static void *open_cupti(char *tried, size_t cap) {
+  const char *env = getenv("IKET_CUPTI_LIB");
+  static const char *names[] = {"libcupti.so", "libcupti.so.13", "libcupti.so.12", "libcupti.so.11.8",
+                                "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so",
+                                "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so",
+                                "/usr/local/cuda/targets/sbsa-linux/lib/libcupti.so"};
+  tried[0] = 0;
+  if (env != NULL && env[0] != 0) {
+    void *h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) snprintf(tried, cap, "%s (%s)", env, dlerror());
+    return h;
+  }
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+    void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (h != NULL) return h;
+    size_t n = strlen(tried);
+    snprintf(tried + n, cap - n, "%s%s", n ? ", " : "", names[i]);
+  }
+  return NULL;
+}
+
+static const char *cupti_err(CUptiResult r) {
+  const char *s = NULL;
+  if (cupti.GetResultString == NULL || cupti.GetResultString(r, &s) != CUPTI_SUCCESS || s == NULL)
+    return "CUPTI error";
+  return s;
+}
+
+/* ---- launch selection ---- */
+
+static void parse_ranges(const char *s) {
+  nranges = 0;
+  while (s && *s && nranges < MAX_RANGES) {
+    char *end;
+    unsigned long long a = strtoull(s, &end, 10), b = a;
+    if (end == s) break;
+    s = end;
+    if (*s == '-') {
+      ++s;
+      b = strtoull(s, &end, 10);
+      if (end == s) b = ~0ull;
+      s = end;
+    }
+    ranges[nranges][0] = a;
+    ranges[nranges][1] = b;
+    ++nranges;
+    if (*s == ',') ++s;
+  }
+}
+
+static int in_ranges(unsigned long long i) {
+  for (int k = 0; k < nranges; ++k)
+    if (i >= ranges[k][0] && i <= ranges[k][1]) return 1;
+  return 0;
+}
+
+/* kernel_name is the launched function's mangled name. */
+static const char *kernel_name(const CUpti_CallbackData *d, CUfunction f) {
+  if (d->symbolName != NULL && d->symbolName[0] != 0) return d->symbolName;
+  const char *n = NULL;
+  if (cu.FuncGetName != NULL && cu.FuncGetName(&n, f) == CUDA_SUCCESS && n != NULL) return n;
+  return "(unnamed kernel)";
+}
+
+/* module_of finds f's module; f may be a CUkernel (cuLibrary*). */
+static CUresult module_of(CUfunction f, CUmodule *m) {
+  CUresult r = cu.FuncGetModule(m, f);
+  if (r == CUDA_SUCCESS || cu.KernelGetFunction == NULL) return r;
+  CUfunction g;
+  if (cu.KernelGetFunction(&g, (CUkernel)f) != CUDA_SUCCESS) return r;
+  return cu.FuncGetModule(m, g);
+}
+
+/* ask sends a kernel query; the reply says whether it is selected and, in
+ * time mode, which of its occurrences to time ("1 *" all, "1 0 3 5"). */
+static void ask(fn *e, int version, int build, const char *names, size_t state_size) {
+  buf b = {0};
+  bput(&b, "{\"name\":", 8);
+  bstr(&b, e->name);
+  bprintf(&b, ",\"instrumented\":%s,\"state_size\":%zu,\"version\":%d,\"build\":%d,\"names\":",
+          e->instrumented ? "true" : "false", state_size, version, build);
+  bstr(&b, names);
+  bput(&b, "}", 1);
+  e->selected = 0;
+  e->ntimes = 0;
+  char line[65536];
+  if (!b.oom && send_msg('K', &b, NULL, 0) == 0 && read_line(line, sizeof line) == 0 && line[0] == '1') {
+    e->selected = 1;
+    const char *s = line + 1;
+    while (*s == ' ') ++s;
+    if (*s == '*' || *s == 0) {
+      e->ntimes = -1;
+    } else {
+      size_t cap = 16;
+      e->times = malloc(cap * sizeof *e->times);
+      while (e->times && *s) {
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (end == s) break;
+        if ((size_t)e->ntimes == cap) {
+          unsigned long long *t = realloc(e->times, 2 * cap * sizeof *t);
+          if (t == NULL) break;
+          e->times = t;
+          cap *= 2;
+        }
+        e->times[e->ntimes++] = v;
+        s = end;
+        while (*s == ' ') ++s;
+      }
+    }
+  }
+  free(b.p);
+}
+
+static fn *lookup(const CUpti_CallbackData *d, CUfunction f) {
+  unsigned h = (unsigned)(((uintptr_t)f >> 4) ^ ((uintptr_t)d->context >> 6)) % FN_BUCKETS;
+  for (fn *e = fns[h]; e; e = e->next)
+    if (e->f == f && e->ctx == d->context) return e;
+  fn *e = calloc(1, sizeof *e);
+  if (e == NULL) return NULL;
+  e->f = f;
+  e->ctx = d->context;
+  e->name = strdup(kernel_name(d, f));
+  if (e->name == NULL) {
+    free(e);
+    return NULL;
+  }
+  e->next = fns[h];
+  fns[h] = e;
+  CUmodule m;
+  CUdeviceptr tbl = 0;
+  size_t ssize = 0, tsize = 0;
+  char *names = NULL;
+  int version = 0, build = 0;
+  if (module_of(f, &m) == CUDA_SUCCESS && cu.ModuleGetGlobal(&e->state, &ssize, m, "iket_state") == CUDA_SUCCESS) {
+    e->instrumented = 1;
+    if (ssize == STATE_SIZE && cu.MemcpyDtoH(e->initial, e->state, STATE_SIZE) == CUDA_SUCCESS) {
+      memcpy(&version, e->initial + 20, 4);
+      memcpy(&build, e->initial + 24, 4);
+    }
+    if (cu.ModuleGetGlobal(&tbl, &tsize, m, "iket_name_table") == CUDA_SUCCESS && tsize > 0 && tsize < (1u << 24)) {
+      names = calloc(1, tsize + 1);
+      if (names && cu.MemcpyDtoH(names, tbl, tsize) != CUDA_SUCCESS) {
+        free(names);
+        names = NULL;
+      }
+    }
+  }
+  /* trace mode asks only of instrumented kernels; time mode of every kernel */
+  if (mode == MODE_TIME || e->instrumented) ask(e, version, build, names, ssize);
+  if (e->selected && mode == MODE_TRACE && (ssize != STATE_SIZE || (version != 1 && version != 2)))
+    e->selected = 0; /* the iket process reports the header version */
+  free(names);
+  e->decided = 1;
+  return e;
+}
+
+static int time_this(const fn *e, unsigned long long occ) {
+  if (e->ntimes < 0) return 1;
+  for (long i = 0; i < e->ntimes; ++i)
+    if (e->times[i] == occ) return 1;
+  return 0;
+}
+
+/* ---- a traced launch ---- */
+
+static void skip(const char *kernel, const char *code, const char *why) {
+  ++skipped;
+  buf b = {0};
+  bput(&b, "{\"kernel\":", 10);
+  bstr(&b, kernel);
+  bput(&b, ",\"code\":", 8);
+  bstr(&b, code);
+  bput(&b, ",\"why\":", 7);
+  bstr(&b, why);
+  bput(&b, "}", 1);
+  if (!b.oom) send_msg('S', &b, NULL, 0);
+  free(b.p);
+}
+
+static void free_pending(pending *p) {
+  if (p->ev0) cu.EventDestroy(p->ev0);
+  if (p->ev1) cu.EventDestroy(p->ev1);
+  if (p->hbuf) cu.MemFreeHost(p->hbuf);
+  if (p->dbuf) cu.MemFree(p->dbuf);
+  free(p);
+}
+
+/* alloc_buffers takes p->size bytes that do not straddle a 4 GiB boundary
+ * (docs/FORMAT.md section 3): when an allocation does, one of twice the size
+ * holds a half that does not. */
+static CUresult alloc_buffers(pending *p) {
+  size_t need = p->size + 32;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    size_t n = attempt == 0 ? need : 2 * need;
+    CUresult r;
+    CUdeviceptr d;
+    if (watch) {
+      void *h;
+      r = cu.MemHostAlloc(&h, n, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+      if (r != CUDA_SUCCESS) return r;
+      memset(h, 0, n);
+      if ((r = cu.MemHostGetDevicePointer(&d, h, 0)) != CUDA_SUCCESS) {
+        cu.MemFreeHost(h);
+        return r;
+      }
+      p->hbuf = h;
+    } else {
+      if ((r = cu.MemAlloc(&d, n)) != CUDA_SUCCESS) return r;
+      p->dbuf = d;
+    }
+    CUdeviceptr base = (d + 255) & ~(CUdeviceptr)255;
+    if (base + need > d + n) base = d; /* allocations are 256-byte aligned */
+    if ((base >> 32) != ((base + need - 1) >> 32)) {
+      CUdeviceptr next = ((base >> 32) + 1) << 32;
+      if (attempt == 1 && next + need <= d + n) base = next;
+      else if (attempt == 1) return CUDA_ERROR_INVALID_VALUE;
+      else {
+        if (p->hbuf) cu.MemFreeHost(p->hbuf);
+        if (p->dbuf) cu.MemFree(p->dbuf);
+        p->hbuf = NULL;
+        p->dbuf = 0;
+        continue;
+      }
+    }
+    p->base = base;
+    if (!watch && (r = cu.MemsetD8(d, 0, n)) != CUDA_SUCCESS) return r;
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+static void put_state(const fn *e, CUdeviceptr base, unsigned cap, unsigned wpc) {
+  unsigned char s[STATE_SIZE];
+  memcpy(s, e->initial, STATE_SIZE);
+  unsigned build;
+  memcpy(&build, s + 24, 4);
+  unsigned mask = (build & 1u) ? cap - 1 : 0xffffffffu;
+  memcpy(s + 0, &base, 8);
+  memcpy(s + 8, &cap, 4);
+  memcpy(s + 12, &mask, 4);
+  memcpy(s + 16, &wpc, 4);
+  cu.MemcpyHtoD(e->state, s, STATE_SIZE);
+}
+
+static void device_json(buf *b) {
+  CUdevice dev = 0;
+  cu.CtxGetDevice(&dev);
+  char name[256] = "", pci[64] = "";
+  cu.DeviceGetName(name, sizeof name, dev);
+  cu.DeviceGetPCIBusId(pci, sizeof pci, dev);
+  CUuuid u;
+  memset(&u, 0, sizeof u);
+  cu.DeviceGetUuid(&u, dev);
+  int sms = 0, maj = 0, min = 0, clk = 0, drv = 0;
+  cu.DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  cu.DeviceGetAttribute(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  cu.DeviceGetAttribute(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  cu.DeviceGetAttribute(&clk, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
+  cu.DriverGetVersion(&drv);
+  bprintf(b, "\"device\":{\"ordinal\":%d,\"name\":", dev);
+  bstr(b, name);
+  bput(b, ",\"pci\":", 7);
+  bstr(b, pci);
+  bput(b, ",\"uuid\":\"", 9);
+  const unsigned char *x = (const unsigned char *)u.bytes;
+  bprintf(b, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\"", x[0], x[1], x[2], x[3],
+          x[4], x[5], x[6], x[7], x[8], x[9], x[10], x[11], x[12], x[13], x[14], x[15]);
+  bprintf(b, ",\"sms\":%d,\"cc\":\"%d.%d\",\"max_clock_khz\":%d,\"driver_version\":%d}", sms, maj, min, clk, drv);
+}
+
+static void resources_json(buf *b, const pending *p) {
+  int regs = 0, ssm = 0, lmem = 0, maxt = 0, occ = 0;
+  cu.FuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, p->fn->f);
+  cu.FuncGetAttribute(&ssm, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, p->fn->f);
+  cu.FuncGetAttribute(&lmem, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, p->fn->f);
+  cu.FuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, p->fn->f);
+  int threads = (int)(p->block[0] * p->block[1] * p->block[2]);
+  cu.OccupancyMaxActiveBlocks(&occ, p->fn->f, threads, p->shared);
+  bprintf(b, "\"resources\":{\"registers\":%d,\"static_shared_bytes\":%d,\"dynamic_shared_bytes\":%u,"
+             "\"local_bytes\":%d,\"max_threads_per_block\":%d,\"max_active_ctas_per_sm\":%d}",
+          regs, ssm, p->shared, lmem, maxt, occ);
+}
+
+/* report sends the launch: its description as JSON, then (trace) the buffers. */
+static void report(pending *p, const char *status, CUresult err, float ms, const void *bufs, size_t n) {
+  struct timespec rt1, mono1;
+  clock_gettime(CLOCK_REALTIME, &rt1);
+  clock_gettime(CLOCK_MONOTONIC, &mono1);
+  buf b = {0};
+  bput(&b, "{\"kernel\":", 10);
+  bstr(&b, p->fn->name);
+  bprintf(&b, ",\"traced\":%s,\"family\":\"%s\",\"index\":%llu,\"occurrence\":%llu,\"status\":\"%s\"",
+          p->trace ? "true" : "false", p->family, p->index, p->occurrence, status);
+  if (err != CUDA_SUCCESS) {
+    bput(&b, ",\"error\":", 9);
+    bstr(&b, errname(err));
+  }
+  bprintf(&b, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"cluster\":[%u,%u,%u],\"shared_bytes\":%u", p->grid[0],
+          p->grid[1], p->grid[2], p->block[0], p->block[1], p->block[2], p->cluster[0], p->cluster[1], p->cluster[2],
+          p->shared);
+  if (ms >= 0) bprintf(&b, ",\"elapsed_ms\":%.9g", ms);
+  bprintf(&b, ",\"host_ns\":{\"realtime_before\":%lld,\"realtime_after\":%lld,\"monotonic_before\":%lld,"
+              "\"monotonic_after\":%lld}",
+          ns(&p->rt0), ns(&rt1), ns(&p->mono0), ns(&mono1));
+  if (p->trace) {
+    unsigned version, build;
+    memcpy(&version, p->fn->initial + 20, 4);
+    memcpy(&build, p->fn->initial + 24, 4);
+    bprintf(&b, ",\"warps_per_cta\":%u,\"warps\":%llu,\"capacity\":%u,\"version\":%u,\"build\":%u,\"watch\":%s",
+            p->warps_per_cta, p->warps, capacity, version, build, watch ? "true" : "false");
+    bprintf(&b, ",\"buffer_bytes\":%zu", n);
+  }
+  bput(&b, ",", 1);
+  resources_json(&b, p);
+  bput(&b, ",", 1);
+  device_json(&b);
+  bput(&b, "}", 1);
+  if (!b.oom) send_msg('L', &b, bufs, n);
+  free(b.p);
+}
+
+/* wait_for polls the end event until it completes, fails or times out. */
+static CUresult wait_for(CUevent ev, int *timed_out) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  long sleep_us = 10;
+  *timed_out = 0;
+  for (;;) {
+    CUresult r = cu.EventQuery(ev);
+    if (r != CUDA_ERROR_NOT_READY) return r;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((ns(&t) - ns(&t0)) / 1000000 >= timeout_ms) {
+      *timed_out = 1;
+      return CUDA_ERROR_NOT_READY;
+    }
+    struct timespec s = {0, sleep_us * 1000};
+    nanosleep(&s, NULL);
+    if (sleep_us < 1000) sleep_us *= 2;
+  }
+}
+
+/* copy_hung reads a hung launch's device buffers on a stream of its own,
+ * best effort, within 2 s. */
+static void *copy_hung(pending *p) {
+  void *h = malloc(p->size);
+  CUstream s;
+  if (h == NULL || cu.StreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    free(h);
+    return NULL;
+  }
+  if (cu.MemcpyDtoHAsync(h, p->base, p->size, s) != CUDA_SUCCESS) {
+    free(h);
+    return NULL; /* the stream stays: the copy may still run */
+  }
+  for (int i = 0; i < 2000; ++i) {
+    CUresult r = cu.StreamQuery(s);
+    if (r == CUDA_SUCCESS) {
+      cu.StreamDestroy(s);
+      return h;
+    }
+    if (r != CUDA_ERROR_NOT_READY) break;
+    struct timespec t = {0, 1000000};
+    nanosleep(&t, NULL);
+  }
+  return NULL; /* h and s stay: the copy may still write into h */
+}
+
+/* mapped is the host address of a watch-mode launch's buffers. */
+static const void *mapped(const pending *p) {
+  CUdeviceptr dbase = 0;
+  if (p->hbuf == NULL || cu.MemHostGetDevicePointer(&dbase, p->hbuf, 0) != CUDA_SUCCESS) return NULL;
+  return (const char *)p->hbuf + (p->base - dbase);
+}
+
+static void launch_enter(const CUpti_CallbackData *d, int family, const char *famname) {
+  CUfunction f;
+  pending tmp;
+  memset(&tmp, 0, sizeof tmp);
+  tmp.cluster[0] = tmp.cluster[1] = tmp.cluster[2] = 1;
+  if (family == F_EX) {
+    const cuLaunchKernelEx_params *q = d->functionParams;
+    const CUlaunchConfig *c = q->config;
+    if (c == NULL) return;
+    f = q->f;
+    tmp.grid[0] = c->gridDimX, tmp.grid[1] = c->gridDimY, tmp.grid[2] = c->gridDimZ;
+    tmp.block[0] = c->blockDimX, tmp.block[1] = c->blockDimY, tmp.block[2] = c->blockDimZ;
+    tmp.shared = c->sharedMemBytes;
+    tmp.stream = c->hStream;
+    for (unsigned i = 0; c->attrs != NULL && i < c->numAttrs; ++i)
+      if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+        tmp.cluster[0] = c->attrs[i].value.clusterDim.x;
+        tmp.cluster[1] = c->attrs[i].value.clusterDim.y;
+        tmp.cluster[2] = c->attrs[i].value.clusterDim.z;
+      }
+  } else {
+    const cuLaunchKernel_params *q = d->functionParams;
+    f = q->f;
+    tmp.grid[0] = q->gridDimX, tmp.grid[1] = q->gridDimY, tmp.grid[2] = q->gridDimZ;
+    tmp.block[0] = q->blockDimX, tmp.block[1] = q->blockDimY, tmp.block[2] = q->blockDimZ;
+    tmp.shared = q->sharedMemBytes;
+    tmp.stream = q->hStream;
+  }
+  ++seen;
+  fn *e = lookup(d, f);
+  if (e == NULL || !e->selected) return;
+  unsigned long long occ = e->launches++;
+  int trace;
+  unsigned long long idx = 0;
+  if (mode == MODE_TRACE) {
+    idx = matching++;
+    if (!in_ranges(idx)) return;
+    trace = 1;
+  } else {
+    if (!time_this(e, occ)) return;
+    trace = 0;
+  }
+  int cap = 0;
+  if (cu.StreamIsCapturing(tmp.stream, &cap) != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE) {
+    skip(e->name, "stream_capture", "launched into a stream being captured into a CUDA graph: it runs when the graph does, untraced");
+    return;
+  }
+  pending *p = malloc(sizeof *p);
+  if (p == NULL) return;
+  *p = tmp;
+  p->fn = e;
+  p->trace = trace;
+  p->index = idx;
+  p->occurrence = occ;
+  p->family = famname;
+  unsigned threads = p->block[0] * p->block[1] * p->block[2];
+  p->warps_per_cta = (threads + 31) / 32;
+  p->warps = (unsigned long long)p->grid[0] * p->grid[1] * p->grid[2] * p->warps_per_cta;
+  /* Traced and timed launches run alone: the state is shared by every
+   * launch of the module, and the time is the launch's own. */
+  CUresult r = cu.CtxSynchronize();
+  if (r != CUDA_SUCCESS) {
+    skip(e->name, "context_error", errname(r));
+    free(p);
+    return;
+  }
+  if (trace) {
+    unsigned long long stride = 64ull + 8ull * (capacity + 1ull);
+    if (p->warps == 0 || p->warps > (0xffffffffull - 4096) / stride) {
+      skip(e->name, "too_large", "the launch's warp buffers would not fit in 4 GiB: lower --capacity");
+      free(p);
+      return;
+    }
+    p->size = (size_t)(p->warps * stride);
+    if ((r = alloc_buffers(p)) != CUDA_SUCCESS) {
+      skip(e->name, "alloc", errname(r));
+      free_pending(p);
+      return;
+    }
+    put_state(e, p->base, capacity, p->warps_per_cta);
+  }
+  if (cu.EventCreate(&p->ev0, CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
+      cu.EventCreate(&p->ev1, CU_EVENT_DEFAULT) != CUDA_SUCCESS || cu.EventRecord(p->ev0, p->stream) != CUDA_SUCCESS) {
+    if (trace) put_state(e, 0, 0, 1);
+    skip(e->name, "event", "could not record a CUDA event on the launch's stream");
+    free_pending(p);
+    return;
+  }
+  clock_gettime(CLOCK_REALTIME, &p->rt0);
+  clock_gettime(CLOCK_MONOTONIC, &p->mono0);
+  *d->correlationData = (uint64_t)(uintptr_t)p;
+}
+
+static void launch_exit(const CUpti_CallbackData *d) {
+  pending *p = (pending *)(uintptr_t)*d->correlationData;
+  if (p == NULL) return;
+  *d->correlationData = 0;
+  CUresult lr = d->functionReturnValue ? *(CUresult *)d->functionReturnValue : CUDA_SUCCESS;
+  if (lr != CUDA_SUCCESS) {
+    if (p->trace) put_state(p->fn, 0, 0, 1);
+    report(p, "launch_error", lr, -1, NULL, 0);
+    free_pending(p);
+    return;
+  }
+  CUresult r = cu.EventRecord(p->ev1, p->stream);
+  int hung = 0;
+  if (r == CUDA_SUCCESS) r = wait_for(p->ev1, &hung);
+  if (hung) {
+    const void *bufs = watch ? mapped(p) : (p->trace ? copy_hung(p) : NULL);
+    ++traced;
+    report(p, "hang", CUDA_ERROR_NOT_READY, -1, bufs, bufs ? p->size : 0);
+    /* The kernel may still write its buffers and the state: nothing is
+     * freed. The iket process ends the program; wait for it here. */
+    char line[16];
+    read_line(line, sizeof line);
+    return;
+  }
+  if (r != CUDA_SUCCESS) {
+    /* A fault: CUDA is unusable in this process. Mapped buffers can still
+     * be read. */
+    const void *bufs = watch ? mapped(p) : NULL;
+    ++traced;
+    report(p, "fault", r, -1, bufs, bufs ? p->size : 0);
+    return;
+  }
+  float ms = -1;
+  cu.EventElapsedTime(&ms, p->ev0, p->ev1);
+  if (!p->trace) {
+    ++timed;
+    report(p, "ok", CUDA_SUCCESS, ms, NULL, 0);
+    free_pending(p);
+    return;
+  }
+  void *h = NULL;
+  const void *bufs = NULL;
+  if (watch) {
+    bufs = mapped(p);
+  } else if ((h = malloc(p->size)) != NULL && cu.MemcpyDtoH(h, p->base, p->size) == CUDA_SUCCESS) {
+    bufs = h;
+  }
+  put_state(p->fn, 0, 0, 1);
+  ++traced;
+  if (bufs == NULL) {
+    report(p, "copy_error", CUDA_SUCCESS, ms, NULL, 0);
+  } else {
+    report(p, "ok", CUDA_SUCCESS, ms, bufs, p->size);
+  }
+  free(h);
+  free_pending(p);
+}
+
+static void callback(void *u, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data) {
+  (void)u;
+  if (cbid >= MAX_CBID) return;
+  const CUpti_CallbackData *d = data;
+  if (dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    /* A runtime launch must reach the driver's launch entry points, which
+     * do the work; one that did not is counted, never silently lost. */
+    if (runtime_family[cbid] == F_RUNTIME) {
+      if (d->callbackSite == CUPTI_API_ENTER) rt_pending = 1;
+      else if (rt_pending) {
+        rt_pending = 0;
+        pthread_mutex_lock(&mu);
+        ++rt_unseen;
+        pthread_mutex_unlock(&mu);
+      }
+    }
+    return;
+  }
+  if (dom != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  int fam = driver_family[cbid];
+  if (fam == F_NONE) return;
+  rt_pending = 0;
+  pthread_mutex_lock(&mu);
+  if (fam == F_GRAPH) {
+    if (d->callbackSite == CUPTI_API_ENTER) {
+      ++seen;
+      skip(NULL, "graph", "a CUDA graph launch: kernels inside graphs are not traced");
+    }
+  } else if (d->callbackSite == CUPTI_API_ENTER) {
+    launch_enter(d, fam, d->functionName ? d->functionName : "launch");
+  } else {
+    launch_exit(d);
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+static void bye(void) {
+  pthread_mutex_lock(&mu);
+  if (sock >= 0 && sock_pid == getpid()) {
+    buf b = {0};
+    bprintf(&b, "{\"launches\":%llu,\"matching\":%llu,\"traced\":%llu,\"timed\":%llu,\"skipped\":%llu,\"runtime_unseen\":%llu}",
+            seen, matching, traced, timed, skipped, rt_unseen);
+    if (!b.oom) send_msg('B', &b, NULL, 0);
+    free(b.p);
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+static void family_by_name(const char *n, unsigned char *fam, CUpti_CallbackDomain dom) {
+  (void)dom;
+  if (strncmp(n, "cuLaunchKernelEx", 16) == 0) *fam = F_EX;
+  else if (strncmp(n, "cuLaunchKernel", 14) == 0) *fam = F_KERNEL;
+  else if (strncmp(n, "cuLaunchCooperativeKernel", 25) == 0 && strstr(n, "MultiDevice") == NULL) *fam = F_COOP;
+  else if (strncmp(n, "cuGraphLaunch", 13) == 0) *fam = F_GRAPH;
+  else if (strncmp(n, "cudaLaunchKernel", 16) == 0 || strncmp(n, "cudaLaunchCooperativeKernel", 27) == 0)
+    *fam = strstr(n, "MultiDevice") ? F_NONE : F_RUNTIME;
+}
+
+static void set_families(void) {
+  int named = 0;
+  if (cupti.GetCallbackName != NULL) {
+    for (uint32_t id = 1; id < MAX_CBID; ++id) {
+      const char *n = NULL;
+      if (cupti.GetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &n) == CUPTI_SUCCESS && n) {
+        family_by_name(n, &driver_family[id], CUPTI_CB_DOMAIN_DRIVER_API);
+        named = 1;
+      }
+      n = NULL;
+      if (cupti.GetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, id, &n) == CUPTI_SUCCESS && n)
+        family_by_name(n, &runtime_family[id], CUPTI_CB_DOMAIN_RUNTIME_API);
+    }
+  }
+  if (!named) {
+    driver_family[IKET_CBID_cuLaunchKernel] = F_KERNEL;
+    driver_family[IKET_CBID_cuLaunchKernel_ptsz] = F_KERNEL;
+    driver_family[IKET_CBID_cuLaunchCooperativeKernel] = F_COOP;
+    driver_family[IKET_CBID_cuLaunchCooperativeKernel_ptsz] = F_COOP;
+    driver_family[IKET_CBID_cuLaunchKernelEx] = F_EX;
+    driver_family[IKET_CBID_cuLaunchKernelEx_ptsz] = F_EX;
+    driver_family[IKET_CBID_cuGraphLaunch] = F_GRAPH;
+    driver_family[IKET_CBID_cuGraphLaunch_ptsz] = F_GRAPH;
+    runtime_family[IKET_CBID_cudaLaunchKernel_v7000] = F_RUNTIME;
+    runtime_family[IKET_CBID_cudaLaunchKernel_ptsz_v7000] = F_RUNTIME;
+    runtime_family[IKET_CBID_cudaLaunchCooperativeKernel_v9000] = F_RUNTIME;
+    runtime_family[IKET_CBID_cudaLaunchCooperativeKernel_ptsz_v9000] = F_RUNTIME;
+    runtime_family[IKET_CBID_cudaLaunchKernelExC_v11060] = F_RUNTIME;
+    runtime_family[IKET_CBID_cudaLaunchKernelExC_ptsz_v11060] = F_RUNTIME;
+  }
+}
+
+static void atfork_child(void) {
+  /* The child's CUDA is not its parent's; it counts and connects anew. */
+  pthread_mutex_init(&mu, NULL);
+  seen = matching = traced = timed = skipped = rt_unseen = 0;
+}
+
+EXPORT int InitializeInjection(void) {
+  pthread_mutex_lock(&mu);
+  if (started) {
+    pthread_mutex_unlock(&mu);
+    return 1;
+  }
+  started = 1;
+  const char *m = getenv("IKET_MODE");
+  mode = (m && strcmp(m, "time") == 0) ? MODE_TIME : MODE_TRACE;
+  const char *c = getenv("IKET_CAPACITY");
+  if (c && atol(c) > 0) capacity = (unsigned)atol(c);
+  const char *w = getenv("IKET_WATCH");
+  watch = w && strcmp(w, "1") == 0;
+  const char *t = getenv("IKET_TIMEOUT_MS");
+  if (t && atol(t) > 0) timeout_ms = atol(t);
+  const char *l = getenv("IKET_LAUNCHES");
+  parse_ranges(l ? l : "0");
+  connect_iket();
+  if (load_driver() < 0) {
+    note("error", "driver", "iket could not resolve the CUDA driver's entry points in this process");
+    pthread_mutex_unlock(&mu);
+    return 1;
+  }
+  char tried[2048];
+  void *h = open_cupti(tried, sizeof tried);
+  if (h == NULL) {
+    note("error", "cupti_missing", "CUPTI not found (tried %s); set IKET_CUPTI_LIB or install CUPTI", tried);
+    pthread_mutex_unlock(&mu);
+    return 1;
+  }
+  *(void **)&cupti.Subscribe = dlsym(h, "cuptiSubscribe");
+  *(void **)&cupti.EnableCallback = dlsym(h, "cuptiEnableCallback");
+  *(void **)&cupti.GetResultString = dlsym(h, "cuptiGetResultString");
+  *(void **)&cupti.GetCallbackName = dlsym(h, "cuptiGetCallbackName");
+  if (cupti.Subscribe == NULL || cupti.EnableCallback == NULL) {
+    note("error", "cupti_symbol", "the CUPTI library found lacks cuptiSubscribe or cuptiEnableCallback");
+    pthread_mutex_unlock(&mu);
+    return 1;
+  }
+  static CUpti_SubscriberHandle sub;
+  CUptiResult r = cupti.Subscribe(&sub, callback, NULL);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    note("error", "cupti_taken", "CUPTI is already in use by another tool in this process (Nsight Systems, Nsight Compute, a profiler): iket cannot attach beside it");
+    pthread_mutex_unlock(&mu);
+    return 1;
+  }
+  if (r != CUPTI_SUCCESS) {
+    note("error", "cupti_error", "cuptiSubscribe: %s", cupti_err(r));
+    pthread_mutex_unlock(&mu);
+    return 1;
+  }
+  set_families();
+  int enabled = 0;
+  for (uint32_t id = 1; id < MAX_CBID; ++id) {
+    if (driver_family[id] != F_NONE &&
+        cupti.EnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id) == CUPTI_SUCCESS)
+      ++enabled;
+    if (runtime_family[id] != F_NONE) cupti.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+  }
+  if (enabled == 0) note("error", "cupti_error", "no launch callback could be enabled");
+  pthread_atfork(NULL, NULL, atfork_child);
+  atexit(bye);
+  pthread_mutex_unlock(&mu);
+  return 1;
+}

@@ -1,0 +1,143 @@
+package attach
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+// Protocol is the version of the injection protocol this package speaks.
+const Protocol = 1
+
+// maxJSON bounds a message's JSON part; a buffer payload may be up to 4 GiB.
+const maxJSON = 16 << 20
+
+// Message types.
+const (
+	msgHello  = 'H' // the process connected
+	msgNote   = 'E' // a warning or an error
+	msgKernel = 'K' // a kernel seen for the first time; a reply follows
+	msgLaunch = 'L' // a traced or timed launch, with its buffers
+	msgSkip   = 'S' // a launch that could not be traced, and why
+	msgBye    = 'B' // the process is exiting
+)
+
+// Hello is what a process says when it connects.
+type Hello struct {
+	Protocol      int               `json:"protocol"`
+	PID           int               `json:"pid"`
+	PPID          int               `json:"ppid"`
+	Host          string            `json:"host"`
+	Exe           string            `json:"exe"`
+	DriverVersion int               `json:"driver_version"`
+	Env           map[string]string `json:"env"`
+}
+
+// Note is a warning or an error from the library.
+type Note struct {
+	Level string `json:"level"` // "warning" or "error"
+	Code  string `json:"code"`  // cupti_missing, cupti_taken, cupti_error, driver, ...
+	Msg   string `json:"msg"`
+}
+
+// KernelQuery describes a function the library saw launched for the first
+// time.
+type KernelQuery struct {
+	Name         string  `json:"name"` // mangled
+	Instrumented bool    `json:"instrumented"`
+	StateSize    int     `json:"state_size"`
+	Version      int     `json:"version"`
+	Build        int     `json:"build"`
+	Names        *string `json:"names"`
+}
+
+// Device is the launch's device as the driver describes it.
+type Device struct {
+	Ordinal       int    `json:"ordinal"`
+	Name          string `json:"name"`
+	PCI           string `json:"pci"`
+	UUID          string `json:"uuid"`
+	SMs           int    `json:"sms"`
+	CC            string `json:"cc"`
+	MaxClockKHz   int    `json:"max_clock_khz"`
+	DriverVersion int    `json:"driver_version"`
+}
+
+// LaunchInfo describes one traced or timed launch.
+type LaunchInfo struct {
+	Kernel      string          `json:"kernel"` // mangled
+	Traced      bool            `json:"traced"`
+	Family      string          `json:"family"` // the driver entry point
+	Index       uint64          `json:"index"`  // among matching launches (traced)
+	Occurrence  uint64          `json:"occurrence"`
+	Status      string          `json:"status"` // ok, hang, fault, launch_error, copy_error
+	Error       string          `json:"error"`
+	Grid        [3]uint32       `json:"grid"`
+	Block       [3]uint32       `json:"block"`
+	Cluster     [3]uint32       `json:"cluster"`
+	SharedBytes uint32          `json:"shared_bytes"`
+	ElapsedMS   *float64        `json:"elapsed_ms"`
+	HostNS      trace.HostClock `json:"host_ns"`
+	WarpsPerCTA uint32          `json:"warps_per_cta"`
+	Warps       uint64          `json:"warps"`
+	Capacity    uint32          `json:"capacity"`
+	Version     int             `json:"version"`
+	Build       int             `json:"build"`
+	Watch       bool            `json:"watch"`
+	BufferBytes uint64          `json:"buffer_bytes"`
+	Resources   trace.Resources `json:"resources"`
+	Device      Device          `json:"device"`
+}
+
+// Skip is a launch that could not be traced.
+type Skip struct {
+	Kernel *string `json:"kernel"` // nil for a graph launch
+	Code   string  `json:"code"`   // graph, stream_capture, too_large, alloc, ...
+	Why    string  `json:"why"`
+}
+
+// Bye is a process's counts when it exits.
+type Bye struct {
+	Launches      uint64 `json:"launches"`
+	Matching      uint64 `json:"matching"`
+	Traced        uint64 `json:"traced"`
+	Timed         uint64 `json:"timed"`
+	Skipped       uint64 `json:"skipped"`
+	RuntimeUnseen uint64 `json:"runtime_unseen"`
+}
+
+// header is a message's framing: the length of what follows it, its type
+// and the length of its JSON; the payload is the rest.
+type header struct {
+	typ     byte
+	json    uint32
+	payload uint64
+}
+
+func readHeader(r io.Reader) (header, error) {
+	var b [9]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return header{}, err
+	}
+	total := uint64(binary.LittleEndian.Uint32(b[0:4]))
+	h := header{typ: b[4], json: binary.LittleEndian.Uint32(b[5:9])}
+	if total < 5 || uint64(h.json) > total-5 {
+		return header{}, fmt.Errorf("message of %d bytes with %d bytes of JSON", total, h.json)
+	}
+	if h.json > maxJSON {
+		return header{}, fmt.Errorf("message JSON of %d bytes, at most %d", h.json, maxJSON)
+	}
+	h.payload = total - 5 - uint64(h.json)
+	return h, nil
+}
+
+// decode reads a message's JSON strictly into v.
+func decode(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}

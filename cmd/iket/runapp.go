@@ -1,0 +1,442 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iket-trace/iket/attach"
+	"github.com/iket-trace/iket/internal/outfile"
+	"github.com/iket-trace/iket/perfetto"
+	"github.com/iket-trace/iket/trace"
+)
+
+const appHelp = `run -- CMD runs your program with iket attached (through the CUDA driver's
+injection mechanism: nothing in the program is changed or relinked) and traces
+the launches of its instrumented kernels (built with -DIKET_ENABLE=1): the
+first one, or those --kernel and --launch select. Every other launch runs
+untouched. A traced launch runs alone (the GPU drained before it) and is timed
+with CUDA events on its own stream; with --baseline, the same program built
+without IKET_ENABLE runs too and the same launches are timed there, paired by
+kernel and occurrence. The program's stdin, stdout and stderr are its own;
+iket reports on stderr and exits with the program's exit status. In the
+output folder (one folder per process and GPU when there are several):
+
+  trace.iket     the raw capture of the traced launches
+  trace.pftrace  the Perfetto trace (GPU > launch > SM > CTA > warp)
+  report.html    a self-contained timeline, stats and latency page
+  latency.json   per kernel: traced and baseline times, ratios, resources
+`
+
+type appOptions struct {
+	kernel   string
+	launch   string
+	baseline string
+}
+
+func (a *appOptions) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&a.kernel, "kernel", "", "with -- CMD: trace only kernels whose demangled or mangled name matches this regular expression")
+	f.StringVar(&a.launch, "launch", "0", "with -- CMD: which matching launches to trace: N, a list N,M, a range A-B, A- or all")
+	f.StringVar(&a.baseline, "baseline", "", "with -- CMD: the command line of the same program built without IKET_ENABLE, timed for comparison")
+}
+
+// appLatencyJSON is latency.json of an application run.
+type appLatencyJSON struct {
+	Source     string                 `json:"source"` // "application"
+	Program    []string               `json:"program"`
+	Baseline   []string               `json:"baseline,omitempty"`
+	Process    *trace.Process         `json:"process"`
+	Device     *trace.Device          `json:"device,omitempty"`
+	Serialized bool                   `json:"serialized"`
+	Boundary   string                 `json:"boundary"`
+	Kernels    []attach.KernelLatency `json:"kernels"`
+}
+
+func runApp(cmd *cobra.Command, o runOptions, argv []string, stdout, stderr io.Writer) error {
+	ctx := cmd.Context()
+	if len(argv) == 0 {
+		return failWith(exitError, errors.New("run: no program after --"))
+	}
+	var re *regexp.Regexp
+	if o.app.kernel != "" {
+		var err error
+		if re, err = regexp.Compile(o.app.kernel); err != nil {
+			return failWith(exitError, fmt.Errorf("--kernel: %w", err))
+		}
+	}
+	sel, err := attach.ParseSelection(o.app.launch)
+	if err != nil {
+		return failWith(exitError, fmt.Errorf("--launch: %w", err))
+	}
+	var baseArgs []string
+	if cmd.Flags().Changed("baseline") {
+		if baseArgs, err = splitCommand(o.app.baseline); err != nil || len(baseArgs) == 0 {
+			return failWith(exitError, fmt.Errorf("--baseline %q: want a command line: %v", o.app.baseline, err))
+		}
+	}
+	for _, f := range []string{"spec", "arch", "device", "rounds", "calls", "warmup", "no-flush-l2", "no-control", "no-timing", "mode"} {
+		if cmd.Flags().Changed(f) {
+			return failWith(exitError, fmt.Errorf("run -- CMD: --%s is for run KERNEL; the program decides (the buffer mode is the build's: -DIKET_WRAP=1)", f))
+		}
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return failWith(exitError, fmt.Errorf("run: %w", err))
+	}
+	lib, err := attach.Library(ctx, "")
+	if err != nil {
+		return failWith(exitError, fmt.Errorf("run: %w", err))
+	}
+	opt := attach.Options{
+		Args: argv, Stdin: os.Stdin, Stdout: stdout, Stderr: stderr,
+		Mode: attach.ModeTrace, Kernel: re, Launches: sel,
+		Capacity: o.capacity, Watch: o.watch, LaunchTimeout: o.timeout,
+		Library: lib, CUPTI: attach.FindCUPTI(),
+	}
+	res, err := attach.Run(ctx, opt)
+	if err != nil {
+		return failWith(exitError, fmt.Errorf("run: %w", err))
+	}
+	defer res.Close()
+	var base *attach.Result
+	if baseArgs != nil && ctx.Err() == nil && res.Hung == nil {
+		if times := attach.Times(res.Processes); len(times) > 0 {
+			fmt.Fprintf(stderr, "iket: running the baseline %s\n", strings.Join(baseArgs, " "))
+			bo := opt
+			bo.Args, bo.Mode, bo.Times = baseArgs, attach.ModeTime, times
+			if base, err = attach.Run(ctx, bo); err != nil {
+				return failWith(exitError, fmt.Errorf("run the baseline: %w", err))
+			}
+			defer base.Close()
+		}
+	}
+	return reportApp(ctx, o, argv, baseArgs, res, base, stderr)
+}
+
+// appGroup is one process's traced launches on one GPU: one capture.
+type appGroup struct {
+	proc     *attach.Process
+	device   int
+	launches []*attach.Launch
+}
+
+func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, res, base *attach.Result, w io.Writer) error {
+	var problems []string
+	for _, p := range res.Processes {
+		for _, n := range p.Notes {
+			if n.Level == "error" {
+				problems = append(problems, fmt.Sprintf("process %d: %s", p.Hello.PID, n.Msg))
+			} else {
+				fmt.Fprintf(w, "iket: warning: process %d: %s\n", p.Hello.PID, n.Msg)
+			}
+		}
+		for _, r := range p.Refused {
+			problems = append(problems, fmt.Sprintf("process %d: %s", p.Hello.PID, r))
+		}
+		if p.Err != nil {
+			problems = append(problems, fmt.Sprintf("process %d: %v", p.Hello.PID, p.Err))
+		}
+		for _, s := range p.Skipped {
+			name := "a launch"
+			if s.Kernel != nil {
+				name = attach.Demangle(*s.Kernel)
+			}
+			fmt.Fprintf(w, "iket: not traced: process %d: %s: %s\n", p.Hello.PID, safeText(name), s.Why)
+		}
+		if p.Bye != nil && p.Bye.RuntimeUnseen > 0 {
+			problems = append(problems, fmt.Sprintf("process %d: %d CUDA runtime launches reached no driver launch entry point iket sees: they ran untraced", p.Hello.PID, p.Bye.RuntimeUnseen))
+		}
+	}
+	var groups []*appGroup
+	for _, p := range res.Processes {
+		byDev := map[int]*appGroup{}
+		for _, l := range p.Traced() {
+			g := byDev[l.Info.Device.Ordinal]
+			if g == nil {
+				g = &appGroup{proc: p, device: l.Info.Device.Ordinal}
+				byDev[g.device] = g
+				groups = append(groups, g)
+			}
+			g.launches = append(g.launches, l)
+		}
+	}
+	var matched map[*attach.Process]*attach.Process
+	if base != nil {
+		matched = attach.MatchProcesses(res.Processes, base.Processes)
+		for _, p := range base.Processes {
+			for _, n := range p.Notes {
+				if n.Level == "error" {
+					problems = append(problems, fmt.Sprintf("baseline process %d: %s", p.Hello.PID, n.Msg))
+				}
+			}
+		}
+		if base.ExitCode != 0 {
+			problems = append(problems, fmt.Sprintf("the baseline program exited with status %d", base.ExitCode))
+		}
+	}
+	var firstErr error
+	for _, g := range groups {
+		dir := o.out
+		if len(groups) > 1 {
+			dir = filepath.Join(o.out, fmt.Sprintf("pid%d-gpu%d", g.proc.Hello.PID, g.device))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return failWith(exitError, fmt.Errorf("run: %w", err))
+			}
+		}
+		var args []string
+		if g.proc == res.Processes[0] {
+			args = argv
+		}
+		if err := writeAppGroup(ctx, dir, g, args, baseArgs, matched[g.proc], w); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if res.Hung != nil {
+		fmt.Fprintf(w, "iket: %s did not finish within %v: its process was killed\n", safeText(res.Hung.Kernel), o.timeout)
+	}
+	for _, l := range faults(res) {
+		fmt.Fprintf(w, "iket: %s faulted: %s\n", safeText(l.Kernel), l.Info.Error)
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	if len(problems) > 0 {
+		return failWith(exitError, errors.New(strings.Join(problems, "\n")))
+	}
+	if res.Hung != nil || len(faults(res)) > 0 {
+		code := res.ExitCode
+		if code == 0 || res.Hung != nil {
+			code = exitError
+		}
+		return failWith(code, errors.New("the traced kernel did not complete (see above)"))
+	}
+	if len(groups) == 0 {
+		if res.ExitCode != 0 {
+			return failWith(res.ExitCode, fmt.Errorf("the program exited with status %d%s before any traced launch", res.ExitCode, signalText(res)))
+		}
+		return failWith(exitError, noLaunchError(o, res))
+	}
+	if res.ExitCode != 0 {
+		return failWith(res.ExitCode, fmt.Errorf("the program exited with status %d%s", res.ExitCode, signalText(res)))
+	}
+	return nil
+}
+
+func signalText(r *attach.Result) string {
+	if r.Signal != "" {
+		return " (" + r.Signal + ")"
+	}
+	return ""
+}
+
+func faults(r *attach.Result) []*attach.Launch {
+	var out []*attach.Launch
+	for _, p := range r.Processes {
+		for _, l := range p.Launches {
+			if l.Info.Status == "fault" || l.Info.Status == "launch_error" {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
+}
+
+// noLaunchError explains a run that traced nothing.
+func noLaunchError(o runOptions, r *attach.Result) error {
+	if len(r.Processes) == 0 {
+		return errors.New("no traced launch: the program never initialized CUDA with iket attached (it did not call cuInit, or is linked statically against a CUDA driver iket cannot inject into)")
+	}
+	seen := map[string]bool{}
+	var inst []string
+	for _, p := range r.Processes {
+		for _, k := range p.Instrumented {
+			if !seen[k] {
+				seen[k] = true
+				inst = append(inst, safeText(k))
+			}
+		}
+	}
+	if len(inst) == 0 {
+		return errors.New("no instrumented kernel launched: was the program built with -DIKET_ENABLE=1 (and does a kernel include iket.cuh and construct iket::Warp)?")
+	}
+	if o.app.kernel != "" {
+		return fmt.Errorf("no traced launch: instrumented kernels launched: %s; --kernel %q matched no launch in --launch %s", strings.Join(inst, ", "), o.app.kernel, o.app.launch)
+	}
+	return fmt.Errorf("no traced launch: instrumented kernels launched: %s; --launch %s selected none of their launches", strings.Join(inst, ", "), o.app.launch)
+}
+
+// writeAppGroup writes one capture and its outputs, and prints a summary.
+func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs []string, base *attach.Process, w io.Writer) error {
+	meta, bufs, left, err := g.proc.Capture("iket "+version, argv, g.launches)
+	for _, l := range left {
+		fmt.Fprintf(w, "iket: left out: %s\n", safeText(l))
+	}
+	if err != nil {
+		return failWith(exitError, err)
+	}
+	status := map[launchKey]string{}
+	for _, l := range g.launches {
+		status[launchKey{l.Info.Kernel, l.Info.Occurrence}] = l.Info.Status
+	}
+	lat := attach.Compare(g.proc, base)
+	byKernel := map[string]*attach.KernelLatency{}
+	for i := range lat {
+		byKernel[lat[i].Mangled] = &lat[i]
+	}
+	for i := range meta.Launches {
+		if k := byKernel[meta.Launches[i].Mangled]; k != nil {
+			meta.Launches[i].Latency = k.Latency()
+		}
+	}
+	capPath := filepath.Join(dir, captureFile)
+	f, err := outfile.CreateContext(ctx, capPath)
+	if err != nil {
+		return failWith(exitError, err)
+	}
+	defer f.Abort()
+	if err := trace.WriteCapture(f, &meta, bufs); err != nil {
+		return failWith(exitError, fmt.Errorf("write %s: %w", capPath, err))
+	}
+	if err := f.Commit(); err != nil {
+		return failWith(exitError, fmt.Errorf("write %s: %w", capPath, err))
+	}
+	lj := appLatencyJSON{
+		Source: "application", Program: argv, Baseline: baseArgs, Process: meta.Process, Device: meta.Device,
+		Serialized: true, Boundary: attach.Boundary, Kernels: lat,
+	}
+	b, err := json.MarshalIndent(lj, "", "  ")
+	if err != nil {
+		return failWith(exitError, fmt.Errorf("encode %s: %w", latencyFile, err))
+	}
+	if err := outfile.WriteFile(ctx, filepath.Join(dir, latencyFile), append(b, '\n'), capPath); err != nil {
+		return failWith(exitError, fmt.Errorf("write %s: %w", latencyFile, err))
+	}
+	c, err := openCapture(ctx, capPath)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	pf := filepath.Join(dir, pftraceFile)
+	if err := writeExport(ctx, c, pf, "pftrace", perfetto.Options{Flows: true, Counters: true}); err != nil {
+		return err
+	}
+	if err := writeReport(ctx, c, 0, filepath.Join(dir, reportFile)); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\niket: process %d (%s), GPU %d (%s): %d traced launches\n", g.proc.Hello.PID, safeText(g.proc.Hello.Exe), g.device, safeText(meta.Device.Name), len(meta.Launches))
+	for i := 0; i < c.NumLaunches(); i++ {
+		lm := c.Launch(i).Meta
+		fmt.Fprintf(w, "\nlaunch %d: %s, occurrence %d, grid %v, block %v\n", i, safeText(lm.Kernel), lm.Occurrence, lm.Grid, lm.Block)
+		a, err := analyze(ctx, c, i, trace.Options{})
+		if err != nil {
+			return err
+		}
+		names, m := a.Analyzer.OverlapMatrix()
+		writeStatsTable(w, a, names, m)
+		if len(a.Violations) > 0 {
+			fmt.Fprintf(w, "%d pairing violations, the first: %v\n", a.Summary.TotalViolations(), a.Violations[0])
+		}
+		if st := status[launchKey{lm.Mangled, lm.Occurrence}]; st != "ok" {
+			fmt.Fprintf(w, "this launch ended with status %s\n", st)
+			if rep, err := diagnoseHang(c.Launch(i)); err == nil {
+				rep.write(w)
+			}
+		}
+	}
+	writeAppLatency(w, lat)
+	fmt.Fprintf(w, "\nwrote %s, %s, %s, %s\n", capPath, pf, filepath.Join(dir, reportFile), filepath.Join(dir, latencyFile))
+	return nil
+}
+
+type launchKey struct {
+	mangled    string
+	occurrence uint64
+}
+
+func writeAppLatency(w io.Writer, lat []attach.KernelLatency) {
+	if len(lat) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nlatency (%s)\n", attach.Boundary)
+	fmt.Fprintf(w, "%-40s %7s %14s %16s %7s %7s\n", "kernel", "launches", "traced p50 us", "baseline p50 us", "ratio", "paired")
+	sort.SliceStable(lat, func(i, j int) bool { return lat[i].Kernel < lat[j].Kernel })
+	for _, k := range lat {
+		name := safeName(k.Kernel)
+		if len(name) > 40 {
+			name = name[:37] + "..."
+		}
+		if k.Uninstrumented == nil {
+			fmt.Fprintf(w, "%-40s %7d %14.2f %16s %7s %7s\n", name, len(k.Pairs), k.Instrumented.MedianUS, "-", "-", "-")
+		} else {
+			fmt.Fprintf(w, "%-40s %7d %14.2f %16.2f %7.4f %7.4f\n", name, len(k.Pairs), k.Instrumented.MedianUS, k.Uninstrumented.MedianUS, k.Ratio, k.PairedRatio)
+		}
+		r := k.Resources
+		if r.Instrumented != nil {
+			fmt.Fprintf(w, "  traced: %d registers, %d+%d B shared, %d B local, %d CTAs/SM", r.Instrumented.Registers, r.Instrumented.StaticSharedBytes, r.Instrumented.DynamicSharedBytes, r.Instrumented.LocalBytes, r.Instrumented.MaxActiveCTAsPerSM)
+			if u := r.Uninstrumented; u != nil {
+				fmt.Fprintf(w, "; baseline: %d registers, %d+%d B shared, %d B local, %d CTAs/SM", u.Registers, u.StaticSharedBytes, u.DynamicSharedBytes, u.LocalBytes, u.MaxActiveCTAsPerSM)
+			}
+			fmt.Fprintln(w)
+		}
+		for _, m := range k.Warnings {
+			fmt.Fprintf(w, "  warning: %s\n", m)
+		}
+		if len(k.Unpaired) > 0 {
+			fmt.Fprintf(w, "  the baseline did not time occurrences %v\n", k.Unpaired)
+		}
+	}
+}
+
+// splitCommand splits a command line into words: spaces separate, single
+// and double quotes group, a backslash escapes the next character.
+func splitCommand(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	in := false
+	var quote rune
+	esc := false
+	for _, r := range s {
+		switch {
+		case esc:
+			cur.WriteRune(r)
+			esc = false
+		case r == '\\' && quote != '\'':
+			esc = true
+			in = true
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote = r
+			in = true
+		case r == ' ' || r == '\t' || r == '\n':
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if quote != 0 || esc {
+		return nil, errors.New("unterminated quote or escape")
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
