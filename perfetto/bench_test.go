@@ -55,7 +55,7 @@ func BenchmarkWriter(b *testing.B) {
 		opt  Options
 	}{
 		{"plain", Options{}},
-		{"counters+flows", Options{Counters: true, Flows: true}},
+		{"counters+flows", Options{Counters: true, Summary: true, Flows: true}},
 		{"compressed", Options{Compress: true}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

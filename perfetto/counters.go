@@ -16,12 +16,14 @@ const keyRunning = math.MaxUint32
 // roleShared marks a range name used by warps of several roles.
 const roleShared = math.MaxUint16
 
-// ctaCounters writes the CTA's counter tracks: for each (role, range name),
-// how many of the CTA's warps of that role are inside a range of that name
-// (a warp inside nested ranges of one name counts once); and, when warps
-// dropped events, the cumulative dropped events. It also feeds the launch
-// summary.
+// ctaCounters writes, with Options.Counters, the CTA's counter tracks: for
+// each (role, range name), how many of the CTA's warps of that role are
+// inside a range of that name (a warp inside nested ranges of one name
+// counts once); and, when warps dropped events, the cumulative dropped
+// events. With Options.Summary it feeds the launch summary from the same
+// counts.
 func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
+	write := w.opt.Counters
 	c := &w.cta
 	c.drops = c.drops[:0]
 	c.keys = c.keys[:0] // the CTA's keys in order of appearance; n = index
@@ -88,14 +90,17 @@ func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
 		if len(ts) == 0 {
 			continue
 		}
-		id := w.slotTrack(ctaSlot, subCounter+uint64(si)) // si < maxPackedKeys
-		w.sc = appendKeyName(w.sc[:0], w.lm, key)
-		w.track(id, ctaID, rank, true, false, true, w.sc, "")
-		rank++
-		ct := w.counterTemplate(id)
-		w.counterSteps(&ct, key, ts, tmin)
+		var ct counterTmpl
+		if write {
+			id := w.slotTrack(ctaSlot, subCounter+uint64(si)) // si < maxPackedKeys
+			w.sc = appendKeyName(w.sc[:0], w.lm, key)
+			w.track(id, ctaID, rank, true, false, true, w.sc, "")
+			rank++
+			ct = w.counterTemplate(id)
+		}
+		w.counterSteps(&ct, key, ts, tmin, write)
 	}
-	if len(c.drops) > 0 {
+	if len(c.drops) > 0 && write {
 		slices.SortFunc(c.drops, cmpDeltaTime)
 		id := w.slotTrack(ctaSlot, subDrops)
 		w.track(id, ctaID, -2000, true, false, true, []byte("dropped events"), "cumulative events the CTA's warps attempted but did not store")
@@ -115,9 +120,10 @@ func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
 // counterSteps writes the samples of one CTA counter track from its sorted
 // transitions ts ((time - tmin) << 1 | begin): at each distinct time, the
 // count after all the transitions at that time. It feeds the launch
-// summary. The packets are those of [Writer.counter], encoded with the
+// summary (when the launch keeps one) and, unless write is false, writes
+// nothing else. The packets are those of [Writer.counter], encoded with the
 // buffer and the incremental clock's state in locals.
-func (w *Writer) counterSteps(ct *counterTmpl, key uint32, ts []uint64, tmin int64) {
+func (w *Writer) counterSteps(ct *counterTmpl, key uint32, ts []uint64, tmin int64, write bool) {
 	b := w.buf
 	if w.opt.Compress {
 		b = w.chunk
@@ -140,6 +146,9 @@ func (w *Writer) counterSteps(ct *counterTmpl, key uint32, ts []uint64, tmin int
 			k++
 		}
 		prevT = t
+		if !write {
+			continue
+		}
 		if cap(b)-len(b) < packetSlack {
 			b = slices.Grow(b, packetSlack)
 		}

@@ -157,8 +157,8 @@ func (w *Writer) flushCTA() error {
 	d = append(d, ": "...)
 	d = appendUint(d, uint64(c.n))
 	w.desc = append(d, " started warps"...)
-	w.trackDesc(ctaID, smID, int32(min(c.linear, math.MaxInt32)), true, true, false, w.sc, "", w.desc, false)
-	if w.opt.Counters {
+	w.trackDesc(ctaID, smID, int32(min(c.linear, math.MaxInt32)), true, true, false, w.sc, "", w.desc, tdNoMerge)
+	if w.opt.Counters || w.opt.Summary {
 		w.ctaCounters(ctaID, ctaSlot)
 	}
 	w.writeIdle(ctaID)
@@ -231,7 +231,7 @@ func (w *Writer) writeIdle(ctaID uint64) {
 		if n > 1 {
 			w.sc = append(w.sc, 's')
 		}
-		w.trackDesc(w.slotTrack(first.info.slot, 0), ctaID, int32(min(first.info.warp, math.MaxInt32)), true, false, false, w.sc, "", w.desc, false)
+		w.trackDesc(w.slotTrack(first.info.slot, 0), ctaID, int32(min(first.info.warp, math.MaxInt32)), true, false, false, w.sc, "", w.desc, 0)
 		w.stats.IdleWarps += n
 	}
 }
@@ -278,7 +278,7 @@ func (w *Writer) writeWarp(ctaID uint64, v *warpView, flowHeads []int32) (err er
 		w.sc = append(w.sc, ')')
 	}
 	w.desc = appendWarpDesc(w.desc[:0], in)
-	w.trackDesc(warpID, ctaID, int32(min(in.warp, math.MaxInt32)), true, nl > 0, false, w.sc, "", w.desc, true)
+	w.trackDesc(warpID, ctaID, int32(min(in.warp, math.MaxInt32)), true, nl > 0, false, w.sc, "", w.desc, tdDefault)
 	w.lane = w.lane[:0]
 	for l := range nl {
 		id := w.slotTrack(in.slot, uint64(l)+1)

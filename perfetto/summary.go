@@ -225,7 +225,12 @@ func (w *Writer) writeSummary() {
 		w.sc = appendKeyName(w.sc, w.lm, k)
 		w.track(id, w.launchID, int32(-1_000_000+i), true, false, true, w.sc, desc)
 		for j := lo; j <= hi; j++ {
-			// Only bin lo can start before 0 (add keeps times >= 0).
+			// A counter holds its value until the next sample: a bin with
+			// the previous bin's mean needs none. Only bin lo can start
+			// before 0 (add keeps times >= 0).
+			if j > lo && b[j] == b[j-1] {
+				continue
+			}
 			w.doubleCounter(id, max(s.origin+int64(j)*s.width, 0), b[j]/float64(s.width))
 		}
 		w.doubleCounter(id, s.origin+int64(hi+1)*s.width, 0)

@@ -23,9 +23,12 @@ type Options struct {
 	// of the same pipeline stage in the same CTA (docs/PERFETTO-EXPORT.md
 	// gives the matching rule).
 	Flows bool
-	// Counters adds per-CTA counter tracks (warps of each role inside each
-	// range, dropped events) and the launch summary tracks.
+	// Counters adds per-CTA counter tracks: warps of each role inside each
+	// range, dropped events (about 20 bytes per change of a count).
 	Counters bool
+	// Summary adds the launch summary tracks: the mean number of warps
+	// running, and of each role inside each range, over time bins.
+	Summary bool
 	// SummaryBins is the number of time bins of each launch summary track
 	// (0 means 256). Memory per summary track is 16 bytes per bin.
 	SummaryBins int
@@ -318,7 +321,7 @@ func (w *Writer) EndLaunch() error {
 			w.stats.Instants++
 		}
 	}
-	if w.opt.Counters {
+	if w.opt.Summary {
 		w.writeSummary()
 	}
 	w.in = false
@@ -386,21 +389,38 @@ func (w *Writer) intern(b []byte, iid uint64, name func([]byte) []byte) []byte {
 
 // track writes a track descriptor packet.
 func (w *Writer) track(uuid, parent uint64, rank int32, hasRank, explicit, counter bool, name []byte, desc string) {
-	w.trackDesc(uuid, parent, rank, hasRank, explicit, counter, name, desc, nil, false)
+	var f tdFlags
+	if parent == 0 {
+		f = tdNoMerge
+	}
+	w.trackDesc(uuid, parent, rank, hasRank, explicit, counter, name, desc, nil, f)
 }
+
+// tdFlags are options of [Writer.trackDesc].
+type tdFlags uint8
+
+const (
+	// tdDefault makes the track the sequence's default for track events
+	// that name none (a warp's own events).
+	tdDefault tdFlags = 1 << iota
+	// tdNoMerge sets sibling_merge_behavior = NONE, for tracks whose name
+	// is not unique among their siblings by construction: GPUs (two of
+	// one model) and CTAs (a grid's coordinates are not checked). Every
+	// other name carries an index that no sibling shares, so the
+	// processor's default merging by name merges nothing.
+	tdNoMerge
+)
 
 // trackDesc is track with the description given as a string or, when that
 // is empty, as bytes (built in a scratch buffer, so it does not allocate).
-// With isDefault, the packet also makes the track the sequence's default
-// for track events that name none (a warp's own events).
-func (w *Writer) trackDesc(uuid, parent uint64, rank int32, hasRank, explicit, counter bool, name []byte, desc string, descB []byte, isDefault bool) {
+func (w *Writer) trackDesc(uuid, parent uint64, rank int32, hasRank, explicit, counter bool, name []byte, desc string, descB []byte, f tdFlags) {
 	if w.err != nil {
 		return
 	}
 	w.stats.Tracks++
 	w.pk = w.pk[:0]
 	w.pk = appendVarintField(w.pk, fPktSequenceID, uint64(w.seq))
-	if isDefault {
+	if f&tdDefault != 0 {
 		w.pk = appendDefaults(w.pk, uuid)
 	}
 	var at int
@@ -425,7 +445,9 @@ func (w *Writer) trackDesc(uuid, parent uint64, rank int32, hasRank, explicit, c
 	} else if len(descB) > 0 {
 		w.pk = appendBytesField(w.pk, fTDDescription, descB)
 	}
-	w.pk = appendVarintField(w.pk, fTDSiblingMerge, mergeNone)
+	if f&tdNoMerge != 0 {
+		w.pk = appendVarintField(w.pk, fTDSiblingMerge, mergeNone)
+	}
 	w.pk = closeLen(w.pk, at)
 	w.emitPacket()
 }

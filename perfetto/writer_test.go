@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/iket-trace/iket/perfetto/internal/pb"
@@ -18,7 +19,7 @@ import (
 )
 
 func TestTrackTree(t *testing.T) {
-	m := resolve(t, readPackets(t, writeLaunch(t, Options{Counters: true}, testMeta(), testWarps())))
+	m := resolve(t, readPackets(t, writeLaunch(t, Options{Counters: true, Summary: true}, testMeta(), testWarps())))
 	tests := []struct {
 		path []string
 		want []string
@@ -42,9 +43,15 @@ func TestTrackTree(t *testing.T) {
 			if diff := cmp.Diff(tt.want, m.childNames(id)); diff != "" {
 				t.Errorf("children (-want +got):\n%s", diff)
 			}
+			names := map[string]int{}
+			for _, c := range m.children[id] {
+				names[m.tracks[c].GetName()]++
+			}
 			for _, c := range m.children[id] {
 				td := m.tracks[c]
-				if td.GetSiblingMergeBehavior() != pb.TrackDescriptor_SIBLING_MERGE_BEHAVIOR_NONE {
+				// Merging by name merges nothing when names are unique;
+				// root tracks (GPUs of one model) turn it off.
+				if (id == 0 || names[td.GetName()] > 1) && td.GetSiblingMergeBehavior() != pb.TrackDescriptor_SIBLING_MERGE_BEHAVIOR_NONE {
 					t.Errorf("track %q merges with siblings", td.GetName())
 				}
 				if td.SiblingOrderRank == nil {
@@ -204,7 +211,7 @@ func TestFlows(t *testing.T) {
 }
 
 func TestCounters(t *testing.T) {
-	m := resolve(t, readPackets(t, writeLaunch(t, Options{Counters: true}, testMeta(), testWarps())))
+	m := resolve(t, readPackets(t, writeLaunch(t, Options{Counters: true, Summary: true}, testMeta(), testWarps())))
 	cta := []string{"GPU · Test GPU", "launch 0 · warp_roles", "SM 0", "CTA 0"}
 	type sample struct {
 		Ts    int64
@@ -273,7 +280,7 @@ func TestSummaryNearZero(t *testing.T) {
 		}
 		shift(&ws[i], d)
 	}
-	data := writeLaunch(t, Options{Counters: true, SummaryBins: 4}, testMeta(), ws)
+	data := writeLaunch(t, Options{Counters: true, Summary: true, SummaryBins: 4}, testMeta(), ws)
 	if err := CheckValid(bytes.NewReader(data)); err != nil {
 		t.Fatalf("CheckValid: %v", err)
 	}
@@ -295,7 +302,7 @@ func TestIncompleteAndProblems(t *testing.T) {
 	ws[0].Ranges[0].Flags = trace.RangeTruncated
 	ws[0].Dropped, ws[0].Count = 7, 12
 	ws[0].Violations = []trace.Violation{{Kind: trace.PopMismatch, Index: 1, Detail: "pop of \"a\" closes \"b\""}}
-	data := writeLaunch(t, Options{Counters: true}, meta, ws)
+	data := writeLaunch(t, Options{Counters: true, Summary: true}, meta, ws)
 	if err := CheckValid(bytes.NewReader(data)); err != nil {
 		t.Fatalf("CheckValid: %v", err)
 	}
@@ -334,8 +341,8 @@ func TestIncompleteAndProblems(t *testing.T) {
 
 func TestOptionsAgree(t *testing.T) {
 	// Compression changes the framing only: the packets are the same.
-	plain := readPackets(t, writeLaunch(t, Options{Flows: true, Counters: true}, testMeta(), testWarps()))
-	for _, opt := range []Options{{Flows: true, Counters: true, Compress: true}} {
+	plain := readPackets(t, writeLaunch(t, Options{Flows: true, Counters: true, Summary: true}, testMeta(), testWarps()))
+	for _, opt := range []Options{{Flows: true, Counters: true, Summary: true, Compress: true}} {
 		data := writeLaunch(t, opt, testMeta(), testWarps())
 		if err := CheckValid(bytes.NewReader(data)); err != nil {
 			t.Errorf("%+v: CheckValid: %v", opt, err)
@@ -347,8 +354,8 @@ func TestOptionsAgree(t *testing.T) {
 }
 
 func TestDeterministic(t *testing.T) {
-	a := writeLaunch(t, Options{Flows: true, Counters: true}, testMeta(), testWarps())
-	b := writeLaunch(t, Options{Flows: true, Counters: true}, testMeta(), testWarps())
+	a := writeLaunch(t, Options{Flows: true, Counters: true, Summary: true}, testMeta(), testWarps())
+	b := writeLaunch(t, Options{Flows: true, Counters: true, Summary: true}, testMeta(), testWarps())
 	if !bytes.Equal(a, b) {
 		t.Error("two writes of the same launch differ")
 	}
@@ -389,7 +396,7 @@ func TestRobustInput(t *testing.T) {
 			ws := testWarps()[:1]
 			ws[0].Ranges, ws[0].Marks = tt.ranges, tt.marks
 			var buf bytes.Buffer
-			w := NewWriter(&buf, Options{Counters: true, Flows: true})
+			w := NewWriter(&buf, Options{Counters: true, Summary: true, Flows: true})
 			meta := testMeta()
 			if err := w.BeginLaunch(meta, 0, &meta.Launches[0], LaunchInfo{}); err != nil {
 				t.Fatal(err)
@@ -476,7 +483,7 @@ func TestWriteErrorSticks(t *testing.T) {
 func TestAddWarpAllocs(t *testing.T) {
 	meta := testMeta()
 	meta.Launches[0].Warps = 1 << 40
-	w := NewWriter(io.Discard, Options{Counters: true, Flows: true})
+	w := NewWriter(io.Discard, Options{Counters: true, Summary: true, Flows: true})
 	if err := w.BeginLaunch(meta, 0, &meta.Launches[0], LaunchInfo{}); err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +514,7 @@ func TestTwoLaunches(t *testing.T) {
 	meta.Launches = append(meta.Launches, meta.Launches[0])
 	meta.Launches[1].Kernel = "second"
 	var buf bytes.Buffer
-	w := NewWriter(&buf, Options{Counters: true, Flows: true})
+	w := NewWriter(&buf, Options{Counters: true, Summary: true, Flows: true})
 	for li := range meta.Launches {
 		if err := w.BeginLaunch(meta, li, &meta.Launches[li], LaunchInfo{Notes: []string{"note"}}); err != nil {
 			t.Fatal(err)
@@ -595,44 +602,50 @@ func TestModelError(t *testing.T) {
 	}
 }
 
-// inv62 inverts perm62, to show it is a bijection.
-func inv62(y uint64) uint64 {
-	const m = 1<<62 - 1
-	unxor := func(y uint64, s uint) uint64 {
-		x := y
-		for range 62 / s {
-			x = y ^ x>>s
+// deinterleave inverts interleave.
+func deinterleave(x uint64, na, nb uint) (a, b uint64) {
+	k := uint(0)
+	for i, j := uint(0), uint(0); i < na || j < nb; {
+		for range 2 {
+			if i < na {
+				a |= (x >> k & 1) << i
+				i++
+				k++
+			}
 		}
-		return x
-	}
-	inv := func(a uint64) uint64 { // a^-1 mod 2^64 by Newton's iteration
-		x := a
-		for range 6 {
-			x *= 2 - a*x
+		if j < nb {
+			b |= (x >> k & 1) << j
+			j++
+			k++
 		}
-		return x
 	}
-	y = unxor(y, 32)
-	y = y * inv(0x94d049bb133111eb) & m
-	y = unxor(y, 29)
-	y = y * inv(0xbf58476d1ce4e5b9) & m
-	return unxor(y, 31)
+	return a, b
 }
 
-func TestPerm62(t *testing.T) {
-	xs := []uint64{0, 1, 2, 1<<61 - 1, 1 << 61, 1<<62 - 1, 1<<60 | 5<<36}
+func TestInterleave(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
+	type pair struct{ a, b uint64 }
+	ps := []pair{{0, 0}, {1, 0}, {0, 1}, {1<<32 - 1, 1<<16 - 1}, {383, 0}, {1 << 31, 1 << 15}}
 	for range 100_000 {
-		xs = append(xs, r.Uint64()&(1<<62-1))
+		ps = append(ps, pair{r.Uint64() >> 30, r.Uint64() >> 40})
 	}
-	for _, x := range xs {
-		y := perm62(x)
-		if y >= 1<<62 {
-			t.Fatalf("perm62(%#x) = %#x, not below 2^62", x, y)
+	for _, n := range [][2]uint{{aSlotBits, aLaunchBits}, {bValueBits, bLaunchBits}} {
+		for _, p := range ps {
+			p.a &= 1<<n[0] - 1
+			p.b &= 1<<n[1] - 1
+			x := interleave(p.a, n[0], p.b, n[1])
+			if x >= 1<<(n[0]+n[1]) {
+				t.Fatalf("interleave(%#x, %#x) = %#x, not below 2^%d", p.a, p.b, x, n[0]+n[1])
+			}
+			if a, b := deinterleave(x, n[0], n[1]); a != p.a || b != p.b {
+				t.Fatalf("deinterleave(interleave(%#x, %#x)) = %#x, %#x", p.a, p.b, a, b)
+			}
 		}
-		if back := inv62(y); back != x {
-			t.Fatalf("inv62(perm62(%#x)) = %#x", x, back)
-		}
+	}
+	// Small slots of the first launch give short varints.
+	w := NewWriter(io.Discard, Options{})
+	if id := w.slotTrack(383, 0); protowire.SizeVarint(id) > 4 {
+		t.Errorf("warp 383's uuid %#x takes %d varint bytes", id, protowire.SizeVarint(id))
 	}
 }
 
@@ -688,7 +701,7 @@ func TestTrackIDsDistinct(t *testing.T) {
 func TestLargeIndices(t *testing.T) {
 	meta := testMeta()
 	var buf bytes.Buffer
-	w := NewWriter(&buf, Options{Counters: true, Flows: true})
+	w := NewWriter(&buf, Options{Counters: true, Summary: true, Flows: true})
 	for _, li := range []int{0, 1<<aLaunchBits - 1, 1 << aLaunchBits, 1 << bLaunchBits} {
 		l := meta.Launches[0]
 		l.Warps = 1 << 40
