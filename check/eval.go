@@ -22,6 +22,10 @@ type Input struct {
 	// Violations are the first violations of the pass (any number; they
 	// only name the first problem in messages).
 	Violations []trace.Violation
+	// Baseline, when not nil, is the input that rules relative to a
+	// baseline ("p50(consumer:compute) <= 1.05 * baseline") measure their
+	// bound on.
+	Baseline *Input
 }
 
 // Result is the outcome of one rule.
@@ -37,6 +41,10 @@ type Result struct {
 	// there is none.
 	Worst   string `json:"worst,omitempty"`
 	Message string `json:"message"`
+	// BaselineValue is the baseline's measure, for rules relative to one.
+	BaselineValue *float64 `json:"baseline_value,omitempty"`
+
+	failed bool // the rule could not be evaluated
 }
 
 // Evaluate evaluates every rule and returns one Result per rule, in order.
@@ -47,6 +55,10 @@ func Evaluate(rules []Rule, in Input) []Result {
 	out := make([]Result, 0, len(rules))
 	for _, r := range rules {
 		res := Result{Rule: r, Bound: r.Bound}
+		if r.Baseline && !baselineBound(&res, in) {
+			out = append(out, res)
+			continue
+		}
 		eval(&res, in)
 		if math.IsNaN(res.Value) || math.IsInf(res.Value, 0) {
 			res.Value = 0
@@ -56,11 +68,35 @@ func Evaluate(rules []Rule, in Input) []Result {
 	return out
 }
 
+// baselineBound sets res.Bound to the rule's factor times its measure on
+// the baseline, or fails res and returns false.
+func baselineBound(res *Result, in Input) bool {
+	r := &res.Rule
+	switch {
+	case in.Baseline == nil:
+		res.fail("the rule is relative to a baseline and none was given (iket check --baseline BASE.iket)")
+		return false
+	case r.Kind == KindStrict || r.Kind == KindNoDrops || r.Kind == KindBefore:
+		res.fail("%s takes no comparison, so no baseline", r.Func)
+		return false
+	}
+	b := Result{Rule: *r}
+	eval(&b, *in.Baseline)
+	if b.failed {
+		res.fail("on the baseline: %s", b.Message)
+		return false
+	}
+	v := b.Value
+	res.BaselineValue = &v
+	res.Bound = r.Factor * v
+	return true
+}
+
 // compare sets Pass from Value Op Bound.
 func (res *Result) compare() { res.Pass = res.Rule.Op.Holds(res.Value, res.Bound) }
 
 func (res *Result) fail(format string, a ...any) {
-	res.Pass = false
+	res.Pass, res.failed = false, true
 	res.Message = fmt.Sprintf(format, a...)
 }
 
@@ -85,6 +121,10 @@ func eval(res *Result, in Input) {
 		evalBefore(res, in)
 	case KindLatencyRatio:
 		evalLatency(res, in)
+	case KindLag:
+		evalLag(res, in)
+	case KindBubble:
+		evalBubble(res, in)
 	default:
 		res.fail("unknown rule kind %v", r.Kind)
 	}
@@ -257,11 +297,11 @@ func evalCount(res *Result, in Input) {
 	case OpLE, OpLT:
 		res.Value, res.Worst = hi, fmt.Sprintf("%s ran %d", s.MaxWarp, s.MaxPerWarp)
 	case OpEQ:
-		if lo == r.Bound {
+		if lo == res.Bound {
 			res.Value, res.Worst = hi, fmt.Sprintf("%s ran %d", s.MaxWarp, s.MaxPerWarp)
 		}
 	}
-	res.Pass = r.Op.Holds(lo, r.Bound) && r.Op.Holds(hi, r.Bound)
+	res.Pass = r.Op.Holds(lo, res.Bound) && r.Op.Holds(hi, res.Bound)
 	res.Message = fmt.Sprintf("the %d warps of role %s ran %d to %d %s ranges each", s.RoleWarps, r.Role, s.MinPerWarp, s.MaxPerWarp, r.Args[0])
 }
 
@@ -282,6 +322,63 @@ func evalBefore(res *Result, in Input) {
 		res.Worst = o.Worst.String()
 	}
 	res.Message = fmt.Sprintf("%d of %d %s ranges started before their matching %s ended", o.Violations, o.Checked, r.Args[1], r.Args[0])
+}
+
+func evalLag(res *Result, in Input) {
+	r := &res.Rule
+	l, err := in.Analyzer.Lag(r.Args[0], r.Args[1])
+	if err != nil {
+		res.fail("%v", err)
+		return
+	}
+	if l.Count == 0 {
+		res.fail("no %s range matched a %s range of its stage (%d unmatched): nothing to measure", r.Args[1], r.Args[0], l.Unmatched)
+		return
+	}
+	switch r.Func {
+	case "p50":
+		res.Value = l.P50Ns
+	case "p90":
+		res.Value = l.P90Ns
+	case "p99":
+		res.Value = l.P99Ns
+	case "mean":
+		res.Value = l.MeanNs
+	case "min":
+		res.Value = l.MinNs
+	case "max":
+		res.Value = l.MaxNs
+	}
+	res.compare()
+	w := l.Worst
+	res.Worst = fmt.Sprintf("cta %d,%d,%d stage %d: %s started %s after %s ended on %s", w.CTA[0], w.CTA[1], w.CTA[2], w.Payload, w.Y, FormatNs(float64(w.LagNs)), r.Args[0], w.X)
+	approx := ""
+	if !l.Exact && r.Func[0] == 'p' {
+		approx = fmt.Sprintf(" (within %.1f%%)", 100*trace.SketchRelativeError)
+	}
+	res.Message = fmt.Sprintf("%s of the lag from %s's end to %s's start over %d stages' ranges is %s%s (%d started early, %d unmatched)",
+		r.Func, r.Args[0], r.Args[1], l.Count, FormatNs(res.Value), approx, l.Early, l.Unmatched)
+}
+
+func evalBubble(res *Result, in Input) {
+	r := &res.Rule
+	b, err := in.Analyzer.Bubble(r.Args[0], r.Args[1])
+	if err != nil {
+		res.fail("%v", err)
+		return
+	}
+	if b.SpanNs == 0 {
+		res.fail("neither %s nor %s ran: no time to measure a bubble over", r.Args[0], r.Args[1])
+		return
+	}
+	res.Value = b.Overall
+	res.compare()
+	if b.BubbleNs > 0 {
+		w := b.Worst
+		res.Worst = fmt.Sprintf("cta %d,%d,%d: %.3f (%d of %d ns)", w.CTA[0], w.CTA[1], w.CTA[2], w.Share, w.BubbleNs, w.SpanNs)
+	}
+	res.Message = fmt.Sprintf("%s is active with %s on no warp during %.1f%% of the CTAs' time (%d of %d ns; %.1f%% of %s's time)",
+		r.Args[1], r.Args[0], 100*b.Overall, b.BubbleNs, b.SpanNs, 100*b.OfY, r.Args[1])
 }
 
 // ErrNoLatency is the reason a latency_ratio rule fails on a capture without

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -171,6 +172,23 @@ func TestEvaluate(t *testing.T) {
 		{"latency_ratio <= 1.05", lat, true, 1.05, "", "instrumented 10.500 us / uninstrumented 10.000 us (medians of 2 rounds) = 1.0500"},
 		{"latency_ratio <= 1.049", lat, false, 1.05, "", ""},
 		{"latency_ratio <= 2", pipe, false, 0, "", "the capture has no latency measurement"},
+		// role-qualified series
+		{"p99(consumer:consumer_compute) <= 20ns", pipe, true, 20, "", "p99 of 3 consumer:consumer_compute ranges is 20ns"},
+		{"overlap(producer:producer_load, consumer:consumer_compute) >= 0.73", pipe, true, 22.0 / 30, "", ""},
+		{"overlap(consumer:producer_load, consumer_compute) >= 0", pipe, false, 0, "", "range consumer:producer_load never ran"},
+		{"count(nobody:producer_load) >= 0", pipe, false, 0, "", `no warp has role "nobody"`},
+		// lag: in ord, warp 1 starts each compute as its load ends (0)
+		// and warp 2 1 ns later; in pipe every compute starts early.
+		{"p99(lag(producer:producer_load, consumer:consumer_compute)) <= 1ns", ord, true, 1, "stage 0: warp 2 (sm 0, cta 0,0,0, warp 2) started 1ns after", "over 6 stages' ranges is 1ns (0 started early, 0 unmatched)"},
+		{"p99(lag(producer_load, consumer_compute)) < 1ns", ord, false, 1, "", ""},
+		{"p50(lag(producer_load, consumer_compute)) == 0ns", ord, true, 0, "", ""},
+		{"max(lag(producer_load, consumer_compute)) < 0ns", pipe, true, -2, "", "3 started early"},
+		{"mean(lag(idle, consumer_compute)) < 0ns", pipe, false, 0, "", "no consumer_compute range matched a idle range of its stage (3 unmatched)"},
+		// bubble: in CTA 0 compute runs without load during [10,20) and
+		// [30,40); CTA 1 none; each CTA spans [0,200).
+		{"bubble(producer_load, consumer_compute) <= 0.05", pipe, true, 0.05, "", "during 5.0% of the CTAs' time (20 of 400 ns"},
+		{"bubble(producer_load, consumer_compute) < 5%", pipe, false, 0.05, "cta 0,0,0: 0.100 (20 of 200 ns)", ""},
+		{"bubble(idle, idle) < 5%", pipe, false, 0, "", "neither idle nor idle ran"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.expr, func(t *testing.T) {
@@ -194,6 +212,35 @@ func TestEvaluate(t *testing.T) {
 			}
 			if !strings.Contains(res.Message, tc.msg) {
 				t.Errorf("Message = %q, want it to contain %q", res.Message, tc.msg)
+			}
+		})
+	}
+}
+
+// TestEvaluateBaseline checks rules whose bound is a factor of the same
+// measure on a baseline capture.
+func TestEvaluateBaseline(t *testing.T) {
+	meta := testMeta(t)
+	base := Input{Meta: meta, Analyzer: analyzer(t, meta, pipeline()...)} // compute p50 12 ns
+	in := Input{Meta: meta, Analyzer: analyzer(t, meta, ordered()...), Baseline: &base}
+	tests := []struct {
+		expr         string
+		in           Input
+		pass         bool
+		value, bound float64
+		msg          string
+	}{
+		{"p50(consumer:consumer_compute) <= 1.05 * baseline", in, true, 9, 12.6, ""},
+		{"p50(consumer_compute) <= 0.5 * baseline", in, false, 9, 6, ""},
+		{"count(consumer_compute) >= baseline", in, true, 6, 3, ""},
+		{"p50(consumer_compute) <= baseline", Input{Meta: meta, Analyzer: in.Analyzer}, false, 0, 0, "relative to a baseline and none was given"},
+		{"overlap(idle, producer_load) >= baseline", in, false, 0, 0, "on the baseline: range idle never ran"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.expr, func(t *testing.T) {
+			res := Evaluate([]Rule{mustRule(t, tc.expr)}, tc.in)[0]
+			if res.Pass != tc.pass || res.Value != tc.value || math.Abs(res.Bound-tc.bound) > 1e-9 || !strings.Contains(res.Message, tc.msg) {
+				t.Errorf("got pass %v value %g bound %g message %q; want %v %g %g %q", res.Pass, res.Value, res.Bound, res.Message, tc.pass, tc.value, tc.bound, tc.msg)
 			}
 		})
 	}

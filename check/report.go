@@ -12,7 +12,7 @@ import (
 // FormatValue prints a result's value or bound in the rule's unit.
 func FormatValue(r *Rule, v float64) string {
 	switch r.Kind {
-	case KindDuration:
+	case KindDuration, KindLag:
 		return FormatNs(v)
 	case KindStrict, KindNoDrops, KindCount, KindBefore:
 		return strconv.FormatFloat(v, 'f', -1, 64)

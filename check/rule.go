@@ -19,9 +19,11 @@ const (
 	KindCount                         // count(a[, role=r]) OP n
 	KindBefore                        // before(a, b)
 	KindLatencyRatio                  // latency_ratio OP ratio
+	KindLag                           // p50|p90|p99|mean|min|max(lag(a, b)) OP duration
+	KindBubble                        // bubble(a, b) OP ratio
 )
 
-var kindNames = [...]string{"", "strict", "no_drops", "overlap", "overlap_min_cta", "duration", "count", "before", "latency_ratio"}
+var kindNames = [...]string{"", "strict", "no_drops", "overlap", "overlap_min_cta", "duration", "count", "before", "latency_ratio", "lag", "bubble"}
 
 func (k Kind) String() string {
 	if k > 0 && int(k) < len(kindNames) {
@@ -72,13 +74,17 @@ type Rule struct {
 
 	Kind Kind   `json:"-"`
 	Func string `json:"-"` // the function or keyword: "p99", "overlap", ...
-	// Args are the range names (one or two).
+	// Args are the series, "range" or "role:range" (one or two; the two of
+	// lag(a, b) for KindLag).
 	Args []string `json:"-"`
 	Role string   `json:"-"` // role=..., "" for none
 	Op   Op       `json:"-"`
 	// Bound is in ns for durations and as a fraction for ratios written
-	// with %.
-	Bound float64 `json:"-"`
+	// with %. With Baseline it is unset: the bound is Factor times the same
+	// measure on the baseline capture.
+	Bound    float64 `json:"-"`
+	Baseline bool    `json:"-"`
+	Factor   float64 `json:"-"`
 }
 
 // Title is the rule's name, or its expression when it has none.
@@ -109,7 +115,7 @@ const (
 	tIdent
 	tNumber // number with its unit suffix, if any
 	tOp
-	tPunct // ( ) , =
+	tPunct // ( ) , = *
 	tBad
 )
 
@@ -139,7 +145,7 @@ func lex(s string) []token {
 			i++
 		case isIdentStart(c):
 			j := i
-			for j < len(s) && isIdent(s[j]) {
+			for j < len(s) && (isIdent(s[j]) || s[j] == ':' && j+1 < len(s) && isIdentStart(s[j+1])) {
 				j++
 			}
 			ts = append(ts, token{tIdent, s[i:j], i + 1})
@@ -174,7 +180,7 @@ func lex(s string) []token {
 				ts = append(ts, token{tBad, "!", i + 1})
 			}
 			i++
-		case c == '(' || c == ')' || c == ',':
+		case c == '(' || c == ')' || c == ',' || c == '*':
 			ts = append(ts, token{tPunct, s[i : i+1], i + 1})
 			i++
 		default:
@@ -215,7 +221,7 @@ func ParseExpr(s string) (Rule, error) {
 	r := Rule{Expr: strings.TrimSpace(s)}
 	head := p.next()
 	if head.kind != tIdent {
-		return Rule{}, p.errAt(head, "expected a rule (strict, no_drops, overlap, overlap_min_cta, p50, p90, p99, mean, min, max, count, before, latency_ratio), found %v", head)
+		return Rule{}, p.errAt(head, "expected a rule (strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before, latency_ratio), found %v", head)
 	}
 	r.Func = head.text
 	switch {
@@ -235,8 +241,10 @@ func ParseExpr(s string) (Rule, error) {
 		r.Kind = KindBefore
 	case head.text == "latency_ratio":
 		r.Kind = KindLatencyRatio
+	case head.text == "bubble":
+		r.Kind = KindBubble
 	default:
-		return Rule{}, p.errAt(head, "unknown rule %q: want strict, no_drops, overlap, overlap_min_cta, p50, p90, p99, mean, min, max, count, before or latency_ratio", head.text)
+		return Rule{}, p.errAt(head, "unknown rule %q: want strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before or latency_ratio", head.text)
 	}
 	if err := p.args(&r, head); err != nil {
 		return Rule{}, err
@@ -257,14 +265,28 @@ func ParseExpr(s string) (Rule, error) {
 		return Rule{}, p.errAt(opTok, "count with role= applies to every warp of the role: use ==, >=, >, <= or <, not !=")
 	}
 	val := p.next()
-	if val.kind != tNumber {
-		return Rule{}, p.errAt(val, "expected a number after %s, found %v", r.Op, val)
+	if val.kind == tIdent && val.text == "baseline" { // OP baseline
+		r.Baseline, r.Factor = true, 1
+	} else if val.kind != tNumber {
+		return Rule{}, p.errAt(val, "expected a number or baseline after %s, found %v", r.Op, val)
+	} else if t := p.peek(); t.kind == tPunct && t.text == "*" { // OP F * baseline
+		p.next()
+		f, err := strconv.ParseFloat(val.text, 64)
+		if err != nil || f < 0 {
+			return Rule{}, p.errAt(val, "expected a plain factor >= 0 before * baseline, found %q", val.text)
+		}
+		if b := p.next(); b.kind != tIdent || b.text != "baseline" {
+			return Rule{}, p.errAt(b, "expected baseline after %s *, found %v", val.text, b)
+		}
+		r.Baseline, r.Factor = true, f
+		val = p.ts[p.i-1]
+	} else {
+		b, err := p.bound(&r, val)
+		if err != nil {
+			return Rule{}, err
+		}
+		r.Bound = b
 	}
-	b, err := p.bound(&r, val)
-	if err != nil {
-		return Rule{}, err
-	}
-	r.Bound = b
 	if t := p.peek(); t.kind != tEOF {
 		return Rule{}, p.errAt(t, "expected end of rule after %s, found %v", val.text, t)
 	}
@@ -278,7 +300,7 @@ func (p *parser) args(r *Rule, head token) error {
 	switch r.Kind {
 	case KindStrict, KindNoDrops, KindLatencyRatio:
 		want = 0
-	case KindOverlap, KindOverlapMinCTA, KindBefore:
+	case KindOverlap, KindOverlapMinCTA, KindBefore, KindBubble:
 		want = 2
 	}
 	open := p.peek()
@@ -294,6 +316,9 @@ func (p *parser) args(r *Rule, head token) error {
 			return p.errAt(t, "%s takes no arguments: expected ')', found %v", r.Func, t)
 		}
 		return nil
+	}
+	if t := p.peek(); r.Kind == KindDuration && t.kind == tIdent && t.text == "lag" {
+		return p.lagArgs(r)
 	}
 	for {
 		t := p.next()
@@ -339,6 +364,35 @@ func (p *parser) args(r *Rule, head token) error {
 	return nil
 }
 
+// lagArgs parses "lag(a, b))" after a duration function's '(' and makes r
+// a KindLag rule.
+func (p *parser) lagArgs(r *Rule) error {
+	p.next() // lag
+	if t := p.next(); t.kind != tPunct || t.text != "(" {
+		return p.errAt(t, "expected '(' after lag, found %v", t)
+	}
+	for i := 0; i < 2; i++ {
+		t := p.next()
+		if t.kind != tIdent {
+			return p.errAt(t, "expected a range name, found %v", t)
+		}
+		r.Args = append(r.Args, t.text)
+		sep := p.next()
+		want := ","
+		if i == 1 {
+			want = ")"
+		}
+		if sep.kind != tPunct || sep.text != want {
+			return p.errAt(sep, "lag takes 2 range names: expected '%s' after %v, found %v", want, t, sep)
+		}
+	}
+	if t := p.next(); t.kind != tPunct || t.text != ")" {
+		return p.errAt(t, "expected ')' after lag(...), found %v", t)
+	}
+	r.Kind = KindLag
+	return nil
+}
+
 var durationUnits = map[string]float64{"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 
 // bound parses the number and checks its unit against the rule kind.
@@ -355,7 +409,7 @@ func (p *parser) bound(r *Rule, t token) (float64, error) {
 	}
 	unitTok := token{col: t.col + i}
 	switch r.Kind {
-	case KindDuration:
+	case KindDuration, KindLag:
 		m, ok := durationUnits[unit]
 		if !ok {
 			if unit == "" {
@@ -363,7 +417,7 @@ func (p *parser) bound(r *Rule, t token) (float64, error) {
 			}
 			return 0, p.errAt(unitTok, "unknown duration unit %q: want ns, us, ms or s", unit)
 		}
-		if v < 0 {
+		if v < 0 && r.Kind == KindDuration {
 			return 0, p.errAt(t, "a duration bound cannot be negative")
 		}
 		return v * m, nil

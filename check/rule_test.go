@@ -31,6 +31,16 @@ func TestParseExpr(t *testing.T) {
 		{"before(producer_load, consumer_compute)", Rule{Kind: KindBefore, Func: "before", Args: []string{"producer_load", "consumer_compute"}}},
 		{"latency_ratio <= 1.05", Rule{Kind: KindLatencyRatio, Func: "latency_ratio", Op: OpLE, Bound: 1.05}},
 		{"latency_ratio() < 105%", Rule{Kind: KindLatencyRatio, Func: "latency_ratio", Op: OpLT, Bound: 1.05}},
+		{"overlap(producer:load, consumer:compute) >= 0.6", Rule{Kind: KindOverlap, Func: "overlap",
+			Args: []string{"producer:load", "consumer:compute"}, Op: OpGE, Bound: 0.6}},
+		{"p99(lag(producer:load, consumer:compute)) <= 2us", Rule{Kind: KindLag, Func: "p99",
+			Args: []string{"producer:load", "consumer:compute"}, Op: OpLE, Bound: 2000}},
+		{"min(lag(a, b)) >= -10ns", Rule{Kind: KindLag, Func: "min", Args: []string{"a", "b"}, Op: OpGE, Bound: -10}},
+		{"bubble(consumer:compute, producer:wait) <= 0.1", Rule{Kind: KindBubble, Func: "bubble",
+			Args: []string{"consumer:compute", "producer:wait"}, Op: OpLE, Bound: 0.1}},
+		{"p50(consumer:compute) <= 1.05 * baseline", Rule{Kind: KindDuration, Func: "p50", Args: []string{"consumer:compute"},
+			Op: OpLE, Baseline: true, Factor: 1.05}},
+		{"overlap(a, b) >= baseline", Rule{Kind: KindOverlap, Func: "overlap", Args: []string{"a", "b"}, Op: OpGE, Baseline: true, Factor: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.expr, func(t *testing.T) {
@@ -53,15 +63,15 @@ func TestParseExprErrors(t *testing.T) {
 		expr string
 		want string
 	}{
-		{"", "column 1: expected a rule (strict, no_drops, overlap, overlap_min_cta, p50, p90, p99, mean, min, max, count, before, latency_ratio), found end of rule"},
-		{"overlapp(a, b) >= 1", `column 1: unknown rule "overlapp": want strict, no_drops, overlap, overlap_min_cta, p50, p90, p99, mean, min, max, count, before or latency_ratio`},
+		{"", "column 1: expected a rule (strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before, latency_ratio), found end of rule"},
+		{"overlapp(a, b) >= 1", `column 1: unknown rule "overlapp": want strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before or latency_ratio`},
 		{"overlap a, b >= 1", `column 9: expected '(' after overlap, found "a"`},
 		{"overlap(a b) >= 1", `column 11: expected ',' or ')' after "a", found "b"`},
 		{"overlap(a) >= 1", "column 1: overlap takes 2 range name(s), found 1"},
 		{"overlap(a, b, c) >= 1", `column 15: overlap takes 2 range name(s), found another: "c"`},
 		{"overlap(a, b)", "column 14: expected a comparison (>=, <=, >, <, ==, !=) after overlap, found end of rule"},
 		{"overlap(a, b) => 1", `column 15: expected a comparison (>=, <=, >, <, ==, !=) after overlap, found "="`},
-		{"overlap(a, b) >= x", `column 18: expected a number after >=, found "x"`},
+		{"overlap(a, b) >= x", `column 18: expected a number or baseline after >=, found "x"`},
 		{"overlap(a, b) >= 0.6 and", `column 22: expected end of rule after 0.6, found "and"`},
 		{"overlap(a, b) >= 0.6us", `column 21: overlap takes a plain ratio or a percentage, found unit "us"`},
 		{"overlap(a, role=x) >= 0.6", "column 12: overlap does not take role="},
@@ -83,6 +93,12 @@ func TestParseExprErrors(t *testing.T) {
 		{"latency_ratio ! 1", `column 15: expected a comparison (>=, <=, >, <, ==, !=) after latency_ratio, found unexpected character "!"`},
 		{"p99(c) <= 2us; strict", `column 14: expected end of rule after 2us, found unexpected character ";"`},
 		{"p99(ç) <= 2us", `column 5: expected a range name, found unexpected character "ç"`},
+		{"p99(lag(a)) <= 2us", `column 10: lag takes 2 range names: expected ',' after "a", found ")"`},
+		{"p99(lag(a, b) <= 2us", `column 15: expected ')' after lag(...), found "<="`},
+		{"p99(lag(a, b)) <= 2", `column 20: expected a duration unit (ns, us, ms, s) after 2`},
+		{"bubble(a) <= 0.1", "column 1: bubble takes 2 range name(s), found 1"},
+		{"p50(a) <= 1.05 * 2", `column 18: expected baseline after 1.05 *, found "2"`},
+		{"p50(a) <= 1us * baseline", `column 11: expected a plain factor >= 0 before * baseline, found "1us"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.expr, func(t *testing.T) {

@@ -14,11 +14,13 @@ import (
 )
 
 type checkOptions struct {
-	rules   string
-	expects []string
-	format  string
-	junit   string
-	launch  int
+	rules    string
+	expects  []string
+	format   string
+	json     bool
+	junit    string
+	launch   int
+	baseline string
 }
 
 func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -40,7 +42,10 @@ inline (--expect, repeatable). See docs/CI.md for every rule.`,
 	f := cmd.Flags()
 	f.StringVar(&o.rules, "rules", "", "YAML file of rules")
 	f.StringArrayVar(&o.expects, "expect", nil, "an inline rule (repeatable)")
+	f.BoolVar(&o.json, "json", false, "print JSON")
 	f.StringVar(&o.format, "format", "table", "table or json")
+	f.MarkDeprecated("format", "use --json")
+	f.StringVar(&o.baseline, "baseline", "", "a capture that rules written relative to baseline (\"p50(consumer:compute) <= 1.05 * baseline\") measure their bound on")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
 	f.IntVar(&o.launch, "launch", -1, "launch index in the capture (needed when it has several)")
 	return cmd
@@ -77,6 +82,9 @@ func runCheck(ctx context.Context, path string, o checkOptions, stdout io.Writer
 	if o.format != "table" && o.format != "json" {
 		return failWith(exitError, fmt.Errorf("--format %q: want table or json", o.format))
 	}
+	if o.json {
+		o.format = "json"
+	}
 	rules, err := loadRules(o)
 	if err != nil {
 		return err
@@ -103,9 +111,13 @@ func runCheck(ctx context.Context, path string, o checkOptions, stdout io.Writer
 	if err != nil {
 		return err
 	}
-	results := check.Evaluate(rules, check.Input{
-		Meta: a.Launch.Meta, Analyzer: a.Analyzer, Summary: a.Summary, Violations: a.Violations,
-	})
+	in := check.Input{Meta: a.Launch.Meta, Analyzer: a.Analyzer, Summary: a.Summary, Violations: a.Violations}
+	if o.baseline != "" {
+		if in.Baseline, err = baselineInput(ctx, o.baseline, o.launch); err != nil {
+			return err
+		}
+	}
+	results := check.Evaluate(rules, in)
 	if o.format == "json" {
 		err = check.WriteJSON(stdout, results)
 	} else {
@@ -136,4 +148,23 @@ func runCheck(ctx context.Context, path string, o checkOptions, stdout io.Writer
 		return failWith(exitCheckFail, fmt.Errorf("check %s: %d of %d rules failed", path, failed, len(results)))
 	}
 	return nil
+}
+
+// baselineInput decodes launch n (or the only one) of the baseline capture
+// at path, as check decodes the capture itself.
+func baselineInput(ctx context.Context, path string, n int) (*check.Input, error) {
+	c, err := openCapture(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	launch, err := pickLaunch(c, n, "check --baseline")
+	if err != nil {
+		return nil, err
+	}
+	a, err := analyze(ctx, c, launch, trace.Options{Strict: true})
+	if err != nil {
+		return nil, err
+	}
+	return &check.Input{Meta: a.Launch.Meta, Analyzer: a.Analyzer, Summary: a.Summary, Violations: a.Violations}, nil
 }
