@@ -54,8 +54,9 @@ func BenchmarkWriter(b *testing.B) {
 		name string
 		opt  Options
 	}{
-		{"plain", Options{}},
-		{"counters+flows", Options{Counters: true, Summary: true, Flows: true}},
+		{"default", Options{}}, // iket export's: slices, marks, launch summary
+		{"no-summary", Options{NoSummary: true}},
+		{"counters+flows", Options{Counters: true, Flows: true}},
 		{"compressed", Options{Compress: true}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
@@ -112,3 +113,35 @@ type countWriter struct{ n int64 }
 func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
 
 var _ = io.Discard
+
+// BenchmarkExportGEMM exports the bundled GEMM capture (one launch of 384
+// warps, 10,400 recorded events) with the default options and with
+// counters and flows: decoding included, events/s counts recorded events
+// (records the warps stored), B/event the output per recorded event.
+func BenchmarkExportGEMM(b *testing.B) {
+	c, events := gemmCapture(b)
+	for _, bc := range []struct {
+		name string
+		opt  Options
+	}{
+		{"default", Options{}},
+		{"counters+flows", Options{Counters: true, Flows: true}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			cw := &countWriter{}
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				cw.n = 0
+				if err := ExportCapture(cw, c, bc.opt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu := cpuTime() - cpu0
+			ev := float64(events) * float64(b.N)
+			b.ReportMetric(ev/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(ev/cpu.Seconds(), "events/cpu-s")
+			b.ReportMetric(float64(cw.n)/float64(events), "B/event")
+		})
+	}
+}

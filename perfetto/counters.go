@@ -20,8 +20,8 @@ const roleShared = math.MaxUint16
 // each (role, range name), how many of the CTA's warps of that role are
 // inside a range of that name (a warp inside nested ranges of one name
 // counts once); and, when warps dropped events, the cumulative dropped
-// events. With Options.Summary it feeds the launch summary from the same
-// counts.
+// events. Unless Options.NoSummary, it feeds the launch summary from the
+// same counts.
 func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
 	write := w.opt.Counters
 	c := &w.cta

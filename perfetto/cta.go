@@ -158,7 +158,7 @@ func (w *Writer) flushCTA() error {
 	d = appendUint(d, uint64(c.n))
 	w.desc = append(d, " started warps"...)
 	w.trackDesc(ctaID, smID, int32(min(c.linear, math.MaxInt32)), true, true, false, w.sc, "", w.desc, tdNoMerge)
-	if w.opt.Counters || w.opt.Summary {
+	if w.opt.Counters || !w.opt.NoSummary {
 		w.ctaCounters(ctaID, ctaSlot)
 	}
 	w.writeIdle(ctaID)

@@ -14,7 +14,11 @@ import (
 // stays bounded by one CTA. Warp slots whose bytes are corrupt are skipped
 // and shown as problems on the launch track. It does not close out.
 func ExportCapture(out io.Writer, c *trace.Capture, opt Options) error {
-	w := NewWriter(out, opt)
+	return exportWith(NewWriter(out, opt), c)
+}
+
+// exportWith is ExportCapture on a Writer of the caller's.
+func exportWith(w *Writer, c *trace.Capture) error {
 	var wp trace.Warp
 	for i := range c.NumLaunches() {
 		l := c.Launch(i)

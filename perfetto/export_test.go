@@ -87,7 +87,7 @@ func buildCaptureWith(t testing.TB, edit func(slot int, h *trace.WarpHeader)) *t
 
 func TestExportCapture(t *testing.T) {
 	c := buildCapture(t)
-	for _, opt := range []Options{{}, {Flows: true, Counters: true, Summary: true}, {Flows: true, Counters: true, Summary: true, Compress: true}} {
+	for _, opt := range []Options{{}, {Flows: true, Counters: true}, {Flows: true, Counters: true, Compress: true}} {
 		var buf bytes.Buffer
 		if err := ExportCapture(&buf, c, opt); err != nil {
 			t.Fatalf("%+v: ExportCapture: %v", opt, err)
@@ -214,7 +214,7 @@ func TestExportCorruptWarp(t *testing.T) {
 		}
 	})
 	var buf bytes.Buffer
-	if err := ExportCapture(&buf, c, Options{Counters: true, Summary: true, Flows: true}); err != nil {
+	if err := ExportCapture(&buf, c, Options{Counters: true, Flows: true}); err != nil {
 		t.Fatalf("ExportCapture: %v", err)
 	}
 	if err := CheckValid(bytes.NewReader(buf.Bytes())); err != nil {

@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // testdata/small.txtpb (prototext; regenerate with -update and review the
 // diff).
 func TestGolden(t *testing.T) {
-	got := &pb.Trace{Packet: readPackets(t, writeLaunch(t, Options{Flows: true, Counters: true, Summary: true, SummaryBins: 8}, testMeta(), testWarps()))}
+	got := &pb.Trace{Packet: readPackets(t, writeLaunch(t, Options{Flows: true, Counters: true, SummaryBins: 8}, testMeta(), testWarps()))}
 	path := filepath.Join("testdata", "small.txtpb")
 	if *update {
 		b, err := prototext.MarshalOptions{Multiline: true}.Marshal(got)

@@ -61,7 +61,7 @@ func TestMemoryConstantInWarps(t *testing.T) {
 	meta := testMeta()
 	meta.Launches[0].Warps = 1 << 40
 	meta.Launches[0].WarpsPerCTA = 4
-	w := NewWriter(&countWriter{}, Options{Counters: true, Summary: true, Flows: true})
+	w := NewWriter(&countWriter{}, Options{Counters: true, Flows: true})
 	if err := w.BeginLaunch(meta, 0, &meta.Launches[0], LaunchInfo{}); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func BenchmarkExport1e8(b *testing.B) {
 			for b.Loop() {
 				runtime.GC()
 				hw = heapWriter{}
-				if err := ExportCapture(&hw, c, Options{Counters: true, Summary: true, Flows: true}); err != nil {
+				if err := ExportCapture(&hw, c, Options{Counters: true, Flows: true}); err != nil {
 					b.Fatal(err)
 				}
 				hw.sample()
@@ -147,7 +147,7 @@ func BenchmarkExport1e8(b *testing.B) {
 			meta := testMeta()
 			meta.Launches[0].Warps = 1 << 40
 			meta.Launches[0].WarpsPerCTA = 4
-			w := NewWriter(&hw, Options{Counters: true, Summary: true, Flows: true})
+			w := NewWriter(&hw, Options{Counters: true, Flows: true})
 			if err := w.BeginLaunch(meta, 0, &meta.Launches[0], LaunchInfo{}); err != nil {
 				b.Fatal(err)
 			}

@@ -26,9 +26,10 @@ type Options struct {
 	// Counters adds per-CTA counter tracks: warps of each role inside each
 	// range, dropped events (about 20 bytes per change of a count).
 	Counters bool
-	// Summary adds the launch summary tracks: the mean number of warps
-	// running, and of each role inside each range, over time bins.
-	Summary bool
+	// NoSummary leaves out the launch summary tracks: the mean number of
+	// warps running, and of each role inside each range, over time bins,
+	// on top of the launch (a few kB per launch).
+	NoSummary bool
 	// SummaryBins is the number of time bins of each launch summary track
 	// (0 means 256). Memory per summary track is 16 bytes per bin.
 	SummaryBins int
@@ -321,7 +322,7 @@ func (w *Writer) EndLaunch() error {
 			w.stats.Instants++
 		}
 	}
-	if w.opt.Summary {
+	if !w.opt.NoSummary {
 		w.writeSummary()
 	}
 	w.in = false

@@ -20,7 +20,10 @@ type exportOptions struct {
 	output   string
 	format   string
 	compress bool
-	noFlows  bool
+	flows    bool
+	counters bool
+	noFlows  bool // deprecated: flows are off unless --flows
+	rawCyc   bool
 	launch   int
 }
 
@@ -46,7 +49,11 @@ needs no network. No GPU is needed.`,
 	f.StringVarP(&o.output, "output", "o", "", "output file (default: CAPTURE with the format's extension)")
 	f.StringVar(&o.format, "format", "", "pftrace, json or html (default: from the output's extension, else pftrace)")
 	f.BoolVar(&o.compress, "compress", false, "deflate packets (compressed_packets) for large traces")
-	f.BoolVar(&o.noFlows, "no-flows", false, "omit producer-to-consumer flow arrows")
+	f.BoolVar(&o.flows, "flows", false, "pftrace: add producer-to-consumer flow arrows (about 20 bytes per arrow)")
+	f.BoolVar(&o.counters, "counters", false, "pftrace: add per-CTA counter tracks, warps of each role inside each range (about 20 bytes per change)")
+	f.BoolVar(&o.rawCyc, "raw-cycles", false, "pftrace: add each range's and mark's raw SM cycle counts as annotations")
+	f.BoolVar(&o.noFlows, "no-flows", false, "omit flow arrows (the default; see --flows)")
+	_ = f.MarkDeprecated("no-flows", "flows are off unless --flows")
 	f.IntVar(&o.launch, "launch", -1, "html: the launch to report (needed when the capture has several; pftrace and json hold every launch)")
 	return cmd
 }
@@ -100,7 +107,7 @@ func runExport(ctx context.Context, path string, o exportOptions, stdout io.Writ
 	if o.launch >= 0 {
 		return failWith(exitError, fmt.Errorf("export: --launch is for --format html; a %s export holds every launch", format))
 	}
-	if err := writeExport(ctx, c, o.output, format, perfetto.Options{Compress: o.compress, Flows: !o.noFlows, Counters: true}); err != nil {
+	if err := writeExport(ctx, c, o.output, format, perfetto.Options{Compress: o.compress, Flows: o.flows && !o.noFlows, Counters: o.counters, RawCycles: o.rawCyc}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", o.output)

@@ -42,7 +42,7 @@ func writeOutputs(ctx context.Context, dir string, source string, stdout io.Writ
 	}
 	defer c.Close()
 	pf := filepath.Join(dir, pftraceFile)
-	if err := writeExport(ctx, c, pf, "pftrace", perfetto.Options{Flows: true, Counters: true}); err != nil {
+	if err := writeExport(ctx, c, pf, "pftrace", perfetto.Options{}); err != nil {
 		return err
 	}
 	launch, err := pickLaunch(c, -1, "the summary")
