@@ -37,7 +37,13 @@ func buildCapture(t testing.TB) *trace.Capture {
 // buildCaptureWith lets edit change a warp's header before it is written.
 func buildCaptureWith(t testing.TB, edit func(slot int, h *trace.WarpHeader)) *trace.Capture {
 	t.Helper()
-	meta := testMeta()
+	return buildCaptureMeta(t, testMeta(), edit)
+}
+
+// buildCaptureMeta is buildCaptureWith with the caller's metadata (the
+// names of testMeta's ids).
+func buildCaptureMeta(t testing.TB, meta *trace.Meta, edit func(slot int, h *trace.WarpHeader)) *trace.Capture {
+	t.Helper()
 	l := &meta.Launches[0]
 	l.Capacity = 8
 	prod := []rec{{trace.KindRole, nProducer, 0, 1}, {trace.KindMark, nKernelStart, 0, 2}, {trace.KindPush, nLoad, 0, 10},
@@ -204,6 +210,61 @@ func TestWriteJSON(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), `"consumer_compute (unclosed)"`) {
 		t.Error("the unclosed range is not labelled")
+	}
+}
+
+// TestWriteJSONEscapes writes names with control characters, quotes,
+// backslashes, non-ASCII and invalid UTF-8 (kernel, role, range and mark
+// names) and parses the output with encoding/json: every name comes back
+// as written (invalid UTF-8 as U+FFFD).
+func TestWriteJSONEscapes(t *testing.T) {
+	odd := map[uint16]string{
+		nProducer:    "pro\x00du\x01cer\x1f",
+		nConsumer:    `con"sumer\`,
+		nKernelStart: "start\a\b\f\v\x7f\n\r\t",
+		nLoad:        "lädt · 読み込み 🚀",
+		nWait:        "wait\u2028\u2029",
+		nCompute:     "bad\xff\xfeutf8",
+	}
+	meta := testMeta()
+	meta.Launches[0].Kernel = "kern\x02el \"q\" \\"
+	for i, n := range meta.Launches[0].Names {
+		if s, ok := odd[n.ID]; ok {
+			meta.Launches[0].Names[i].Text = s
+		}
+	}
+	c := buildCaptureMeta(t, meta, nil)
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, c); err != nil {
+		t.Fatalf("WriteJSON: %v", err)
+	}
+	var doc struct {
+		TraceEvents []jsonEvent `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("parse JSON: %v\n%s", err, buf.String())
+	}
+	seen := map[string]bool{}
+	for _, e := range doc.TraceEvents {
+		seen[e.Name] = true
+		if s, ok := e.Args["name"].(string); ok {
+			seen[s] = true
+		}
+	}
+	want := []string{"launch 0 · " + meta.Launches[0].Kernel, odd[nKernelStart], odd[nLoad], odd[nWait],
+		"bad\ufffd\ufffdutf8", "sm 0 · cta 0,0,0 · warp 0 · " + odd[nProducer], "sm 0 · cta 0,0,0 · warp 1 · " + odd[nConsumer]}
+	for _, w := range want {
+		if !seen[w] {
+			t.Errorf("name %q not in the parsed JSON", w)
+		}
+	}
+	if t.Failed() {
+		var names []string
+		for n := range seen {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		t.Logf("names: %q", names)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/iket-trace/iket/trace"
 )
@@ -50,7 +51,7 @@ func WriteJSON(out io.Writer, c *trace.Capture) error {
 			var we *trace.WarpError
 			if errors.As(err, &we) {
 				j.meta(pid, 0, "thread_name", "problems")
-				j.instant(pid, 0, 0, we.Error(), "", nil)
+				j.instant(pid, 0, 0, we.Error(), "", "")
 				continue
 			}
 			if err != nil {
@@ -124,13 +125,61 @@ func (j *jsonWriter) flush() {
 func tid(slot uint64, lane int) uint64 { return slot<<9 | uint64(lane+1) }
 
 func (j *jsonWriter) meta(pid int, tid uint64, what, name string) {
-	j.b = fmt.Appendf(j.b[:0], `{"ph":"M","pid":%d,"tid":%d,"name":%q,"args":{"name":%s}},`+"\n", pid, tid, what, strconv.Quote(name))
+	j.b = fmt.Appendf(j.b[:0], `{"ph":"M","pid":%d,"tid":%d,"name":`, pid, tid)
+	j.b = appendJSONString(j.b, what)
+	j.b = append(j.b, `,"args":{"name":`...)
+	j.b = appendJSONString(j.b, name)
+	j.b = append(j.b, "}},\n"...)
 	j.flush()
 }
 
 func (j *jsonWriter) metaInt(pid int, tid uint64, what string, v int64) {
-	j.b = fmt.Appendf(j.b[:0], `{"ph":"M","pid":%d,"tid":%d,"name":%q,"args":{"sort_index":%d}},`+"\n", pid, tid, what, v)
+	j.b = fmt.Appendf(j.b[:0], `{"ph":"M","pid":%d,"tid":%d,"name":`, pid, tid)
+	j.b = appendJSONString(j.b, what)
+	j.b = fmt.Appendf(j.b, `,"args":{"sort_index":%d}},`+"\n", v)
 	j.flush()
+}
+
+// appendJSONString appends s as a JSON string (RFC 8259): quotes,
+// backslashes and control characters escaped, invalid UTF-8 as U+FFFD,
+// U+2028 and U+2029 escaped for JavaScript readers; other characters,
+// non-ASCII included, as they are. (strconv.Quote's \x, \a, \v and \U
+// escapes are not JSON.)
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20 || c == 0x7f:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&15])
+		default:
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(b, '"')
 }
 
 // ts appends a timestamp in us with three decimals.
@@ -145,7 +194,9 @@ func (j *jsonWriter) ts(ns int64) {
 	j.b = append(j.b, '.', byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
 }
 
-func (j *jsonWriter) instant(pid int, tid uint64, ns int64, name, argKey string, argVal any) {
+// instant writes a thread-scoped instant with a string argument, when
+// argKey is not empty.
+func (j *jsonWriter) instant(pid int, tid uint64, ns int64, name, argKey, argVal string) {
 	j.b = append(j.b, `{"ph":"i","s":"t","pid":`...)
 	j.b = strconv.AppendInt(j.b, int64(pid), 10)
 	j.b = append(j.b, `,"tid":`...)
@@ -153,9 +204,13 @@ func (j *jsonWriter) instant(pid int, tid uint64, ns int64, name, argKey string,
 	j.b = append(j.b, `,"ts":`...)
 	j.ts(ns)
 	j.b = append(j.b, `,"name":`...)
-	j.b = strconv.AppendQuote(j.b, name)
+	j.b = appendJSONString(j.b, name)
 	if argKey != "" {
-		j.b = fmt.Appendf(j.b, `,"args":{%q:%v}`, argKey, argVal)
+		j.b = append(j.b, `,"args":{`...)
+		j.b = appendJSONString(j.b, argKey)
+		j.b = append(j.b, ':')
+		j.b = appendJSONString(j.b, argVal)
+		j.b = append(j.b, '}')
 	}
 	j.b = append(j.b, "},\n"...)
 	j.flush()
@@ -207,18 +262,18 @@ func (j *jsonWriter) warp(pid int, lm *trace.LaunchMeta, wp *trace.Warp) {
 				r := &v.ranges[e.idx]
 				j.names = appendRangeName(j.names, lm, r.Name, r.Flags, 0)
 				j.b = append(j.b, `,"name":`...)
-				j.b = strconv.AppendQuote(j.b, string(j.names))
+				j.b = appendJSONString(j.b, string(j.names))
 				j.b = fmt.Appendf(j.b, `,"args":{"payload":%d,"start_cycles":%d,"end_cycles":%d`, r.Payload, r.StartCycles, r.EndCycles)
 				if r.Flags != 0 {
 					j.b = append(j.b, `,"incomplete":`...)
-					j.b = strconv.AppendQuote(j.b, incompleteText(r.Flags))
+					j.b = appendJSONString(j.b, incompleteText(r.Flags))
 				}
 				j.b = append(j.b, '}')
 			case srcMark:
 				m := &v.marks[e.idx]
 				j.names = appendName(j.names, lm, m.Name)
 				j.b = append(j.b, `,"name":`...)
-				j.b = strconv.AppendQuote(j.b, string(j.names))
+				j.b = appendJSONString(j.b, string(j.names))
 				j.b = fmt.Appendf(j.b, `,"args":{"payload":%d,"cycles":%d}`, m.Payload, m.Cycles)
 			case srcDrop:
 				j.b = fmt.Appendf(j.b, `,"name":"dropped events","args":{"dropped":%d,"attempted":%d,"stored":%d}`, wp.Dropped, wp.Count, wp.Stored)
@@ -233,6 +288,6 @@ func (j *jsonWriter) warp(pid int, lm *trace.LaunchMeta, wp *trace.Warp) {
 		if vi.Index >= 0 && vi.Index < len(wp.Events) {
 			ts = wp.Events[vi.Index].Time()
 		}
-		j.instant(pid, tid(wp.Slot, -1), ts, "violation: "+vi.Kind.String(), "detail", strconv.Quote(vi.Detail))
+		j.instant(pid, tid(wp.Slot, -1), ts, "violation: "+vi.Kind.String(), "detail", vi.Detail)
 	}
 }
