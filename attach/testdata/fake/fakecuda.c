@@ -348,13 +348,15 @@ static void *raw_alloc(size_t n, int kind) {
   size_t size = (n + 255) & ~(size_t)255;
   const char *st = getenv("FAKE_ALLOC_STRADDLE");
   if (st && strcmp(st, "1") == 0 && n >= 4096) {
-    size_t len = ((size_t)1 << 32) + size + 512;
+    size_t len = ((size_t)1 << 32) + size + 3 * 4096;
     void *m = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return NULL;
-    uintptr_t lo = (uintptr_t)m + size / 2 + 256;
+    uintptr_t lo = (uintptr_t)m + size / 2 + 4096;
     uintptr_t boundary = (lo + 0xffffffffu) & ~(uintptr_t)0xffffffffu;
     uintptr_t p = boundary - ((size / 2) & ~(size_t)255);
-    if (mprotect((void *)p, size, PROT_READ | PROT_WRITE) != 0 || fk_add_alloc(p, size, kind, m, len)) {
+    uintptr_t page = p & ~(uintptr_t)4095, end = (p + size + 4095) & ~(uintptr_t)4095;
+    if (mprotect((void *)page, end - page, PROT_READ | PROT_WRITE) != 0 ||
+        fk_add_alloc(p, size, kind, m, len)) {
       munmap(m, len);
       return NULL;
     }
