@@ -52,6 +52,9 @@ step hang-cli bash -c "$expect2" _ ./bin/iket run hang --watch --timeout 2s -o "
 grep -q "still running" "$OUT/hang-cli.log" || status+=("hang-cli: no diagnosis in the output")
 step fault-cli bash -c "$expect2" _ ./bin/iket run fault --watch -o "$OUT/fault"
 grep -q "CUDA_ERROR" "$OUT/fault-cli.log" || status+=("fault-cli: no CUDA error named")
+# iket run -- CMD on the example application, every way it is built and
+# launched (scripts/gpu-app.sh has its own table, in $OUT/app/summary.txt).
+STEP_TIMEOUT=1200 step app scripts/gpu-app.sh "$OUT/app"
 # Watch mode's cost (host-mapped buffers) against device buffers.
 step bench-watch env -C iket "$root/bin/iket.test" -test.run '^$' -test.bench GPUTrace -test.benchmem -test.count 3
 echo

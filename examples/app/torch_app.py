@@ -1,0 +1,58 @@
+"""torch_app.py: the example kernel as a PyTorch extension built with
+torch.utils.cpp_extension.load_inline (nvcc and ninja at run time), its
+launch a plain <<<>>> inside the extension. Traced with
+
+    iket run -o out -- python examples/app/torch_app.py
+
+--plain builds it without IKET_ENABLE (the baseline). Exits 1 when the
+result is wrong.
+"""
+import argparse
+import os
+import sys
+
+import torch
+from torch.utils.cpp_extension import load_inline
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INCLUDE = os.path.abspath(os.path.join(HERE, "..", "..", "kernels", "include"))
+
+CUDA_SRC = r"""
+#include <torch/extension.h>
+#include "pipeline.cuh"
+torch::Tensor run(torch::Tensor x, int64_t ctas, int64_t tiles) {
+  auto out = torch::zeros({ctas}, x.options());
+  app::pipeline<4, 2><<<ctas, 96, 0, at::cuda::getCurrentCUDAStream()>>>(
+      x.data_ptr<float>(), out.data_ptr<float>(), static_cast<int>(tiles));
+  return out;
+}
+"""
+CPP_SRC = "torch::Tensor run(torch::Tensor x, int64_t ctas, int64_t tiles);"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ctas", type=int, default=264)
+    ap.add_argument("--tiles", type=int, default=64)
+    ap.add_argument("--launches", type=int, default=5)
+    ap.add_argument("--plain", action="store_true")
+    a = ap.parse_args()
+    flags = ["-O3", "-std=c++17", "-I" + HERE, "-I" + INCLUDE, "-gencode=arch=compute_90a,code=sm_90a"]
+    if not a.plain:
+        flags.append("-DIKET_ENABLE=1")
+    name = "iket_app_plain" if a.plain else "iket_app_traced"
+    ext = load_inline(name, cpp_sources=CPP_SRC, cuda_sources=CUDA_SRC, functions=["run"],
+                      extra_cuda_cflags=flags, extra_include_paths=[HERE, INCLUDE], verbose=False)
+    g = torch.Generator().manual_seed(7)
+    x = (torch.randint(0, 1000, (a.ctas * a.tiles * 1024,), generator=g) / 1000).float().cuda()
+    for _ in range(a.launches):
+        out = ext.run(x, a.ctas, a.tiles)
+    torch.cuda.synchronize()
+    want = x.view(a.ctas, -1).double().sum(dim=1)
+    ok = torch.allclose(out.double(), want, rtol=1e-3, atol=1e-3)
+    print("torch_app.py: %d launches (%s): %s" % (a.launches, "plain" if a.plain else "iket", "correct" if ok else "WRONG"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
