@@ -21,20 +21,21 @@ import (
 // below a nanosecond plus NsPerCycle). The cycle difference is taken in
 // integer arithmetic first, so no precision is lost before the multiply.
 type ClockFit struct {
-	SM         uint32
-	RefCycles  uint64
-	RefNs      int64
-	NsPerCycle float64
-	OffsetNs   float64
-	MHz        float64 // 1000 / NsPerCycle
-	Points     int     // anchor pairs used
+	SM         uint32  `json:"sm"`
+	RefCycles  uint64  `json:"ref_cycles"`
+	RefNs      int64   `json:"ref_ns"`
+	NsPerCycle float64 `json:"ns_per_cycle"`
+	OffsetNs   float64 `json:"offset_ns"`
+	MHz        float64 `json:"mhz"`    // 1000 / NsPerCycle
+	Points     int     `json:"points"` // anchor pairs used
 	// ResidualRMSNs and ResidualMaxNs measure the anchors' distance from the
 	// line (0 with a single anchor).
-	ResidualRMSNs, ResidualMaxNs float64
+	ResidualRMSNs float64 `json:"residual_rms_ns"`
+	ResidualMaxNs float64 `json:"residual_max_ns"`
 	// Fallback says why the slope did not come from this SM's anchors (a
 	// single distinct anchor, a non-positive fitted slope), and what was used
 	// instead; "" for a regular fit.
-	Fallback string
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // Ns converts an unwrapped cycle count of the SM to globaltimer ns, rounded

@@ -27,27 +27,28 @@ type Options struct {
 
 // Summary counts what a pass of a [Decoder] saw.
 type Summary struct {
-	Warps     uint64 // warp slots decoded
-	Started   uint64
-	Finished  uint64
-	Stored    uint64 // events stored in the buffers
-	Attempted uint64 // events the warps tried to record (stored + dropped)
-	Dropped   uint64
-	Trimmed   uint64 // stored events left out by Options.TrimCommonWindow
-	Ranges    uint64
-	Marks     uint64
+	Warps     uint64 `json:"warps"` // warp slots decoded
+	Started   uint64 `json:"started"`
+	Finished  uint64 `json:"finished"`
+	Stored    uint64 `json:"stored"`    // events stored in the buffers
+	Attempted uint64 `json:"attempted"` // events the warps tried to record (stored + dropped)
+	Dropped   uint64 `json:"dropped"`
+	Trimmed   uint64 `json:"trimmed"` // stored events left out by Options.TrimCommonWindow
+	Ranges    uint64 `json:"ranges"`
+	Marks     uint64 `json:"marks"`
 	// LanesDiverged counts the warps whose lanes recorded different
 	// numbers of events ([Warp.LanesDiverged]): their records may have
 	// been overwritten.
-	LanesDiverged uint64
+	LanesDiverged uint64 `json:"lanes_diverged"`
 	// CountSaturated counts the warps whose event counter saturated
 	// ([Warp.CountSaturated]); when it is not 0, Attempted and Dropped are
 	// lower bounds.
-	CountSaturated uint64
+	CountSaturated uint64 `json:"count_saturated"`
 	// WarpErrors counts slots whose bytes broke the format ([WarpError]).
-	WarpErrors int
+	WarpErrors int `json:"warp_errors"`
 	// Violations counts the violations by kind; nil when there were none.
-	Violations map[ViolationKind]int
+	// In JSON its keys are the kinds' names ([ViolationKind.MarshalText]).
+	Violations map[ViolationKind]int `json:"violations,omitempty"`
 }
 
 // TotalViolations returns the number of violations of every kind.

@@ -4,10 +4,29 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // numViolationKinds bounds the kinds, for per-kind counters.
 const numViolationKinds = int(SaturatedCount) + 1
+
+// MarshalText returns the kind's name with underscores for hyphens
+// ("pop_empty"), so JSON keys of a map by kind are snake_case names.
+func (k ViolationKind) MarshalText() ([]byte, error) {
+	return []byte(strings.ReplaceAll(k.String(), "-", "_")), nil
+}
+
+// UnmarshalText parses what MarshalText writes (or the hyphenated name).
+func (k *ViolationKind) UnmarshalText(b []byte) error {
+	name := strings.ReplaceAll(string(b), "_", "-")
+	for i, n := range violationNames {
+		if i > 0 && n == name {
+			*k = ViolationKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown violation kind %q", b)
+}
 
 // Error makes a kind usable as an errors.Is target:
 // errors.Is(err, trace.PopMismatch) reports whether err holds a pop mismatch.

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -24,12 +26,17 @@ func newStatsCmd(stdout, stderr io.Writer) *cobra.Command {
 	var o statsOptions
 	cmd := &cobra.Command{
 		Use:   "stats CAPTURE",
-		Short: "Per role and range: count, mean, p50, p99, max, share; overlap matrix; drops",
+		Short: "Per role and range: count, mean, p50, p90, p99, max, share; overlap matrix; pipeline lags and bubbles; drops",
 		Long: `stats decodes one launch of a capture and prints, per warp role and range name,
 the count, mean, p50, p90, p99 and max duration and the share of the warps'
-time spent inside; then the overlap matrix (row x, column y: the share of x's
-active time during which y is active on another warp of the same CTA), the
-per-SM clock fit and the drops. Every launch of the capture, one after the
+time spent inside (a row "(all)" adds up a name that several roles ran);
+then the overlap matrix (row x, column y: the share of x's active time
+during which y is active on another warp of the same CTA; a name several
+roles ran appears per role, "role:range", and over every role, plain); the
+pipeline: per pair of ranges of two roles, the lag from x's end to the
+start of y's range of the same stage (the payload), and the bubbles (y
+active while x runs on no warp, as a share of the CTAs' time); the per-SM
+clock fit and the drops. Every launch of the capture, one after the
 other, unless --launch picks one; --json prints one object for a capture of
 one launch (or with --launch), else an array of one per launch. Warps whose
 records cannot be trusted are left out and listed.`,
@@ -48,13 +55,14 @@ records cannot be trusted are left out and listed.`,
 
 // statsJSON is the --json output of iket stats.
 type statsJSON struct {
-	Kernel  string             `json:"kernel"`
-	Summary trace.Summary      `json:"summary"`
-	Stats   []trace.RangeStats `json:"stats"`
-	Names   []string           `json:"overlap_names"`
-	Overlap [][]float64        `json:"overlap"`
-	Clocks  []trace.ClockFit   `json:"clocks"`
-	Latency *trace.Latency     `json:"latency,omitempty"`
+	Kernel   string             `json:"kernel"`
+	Summary  trace.Summary      `json:"summary"`
+	Stats    []trace.RangeStats `json:"stats"`
+	Names    []string           `json:"overlap_names"`
+	Overlap  [][]float64        `json:"overlap"`
+	Clocks   []trace.ClockFit   `json:"clocks"`
+	Latency  *trace.Latency     `json:"latency,omitempty"`
+	Pipeline trace.Pipeline     `json:"pipeline"`
 	// Excluded lists warps left out of the statistics, with why.
 	Excluded []string `json:"excluded,omitempty"`
 	Launch   int      `json:"launch"`
@@ -86,7 +94,7 @@ func runStats(ctx context.Context, path string, o statsOptions, stdout io.Writer
 			js = append(js, statsJSON{
 				Kernel: a.Launch.Meta.Kernel, Summary: a.Summary, Stats: a.Analyzer.Stats(),
 				Names: names, Overlap: m, Clocks: a.Clocks, Latency: a.Launch.Meta.Latency,
-				Excluded: a.Excluded, Launch: i,
+				Pipeline: a.Analyzer.Pipeline(), Excluded: a.Excluded, Launch: i,
 			})
 			continue
 		}
@@ -117,14 +125,14 @@ func writeStatsTable(w io.Writer, a *analysis, names []string, m [][]float64) {
 	fmt.Fprintf(w, "%s: grid %v block %v, %d warps, %d events, %s\n\n",
 		safeName(meta.Kernel), meta.Grid, meta.Block, a.Summary.Warps, a.Summary.Stored, droppedText(a.Summary))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "role\trange\tcount\tmean\tp50\tp99\tmax\tshare\t")
+	fmt.Fprintln(tw, "role\trange\tcount\tmean\tp50\tp90\tp99\tmax\tshare\t")
 	for _, s := range a.Analyzer.Stats() {
 		role := s.Role
 		if role == "" {
 			role = "(all)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.1f%%\t\n", safeName(role), safeName(s.Range), s.Count,
-			check.FormatNs(s.MeanNs), check.FormatNs(s.P50Ns), check.FormatNs(s.P99Ns), check.FormatNs(s.MaxNs), 100*s.Share)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t\n", safeName(role), safeName(s.Range), s.Count,
+			check.FormatNs(s.MeanNs), check.FormatNs(s.P50Ns), check.FormatNs(s.P90Ns), check.FormatNs(s.P99Ns), check.FormatNs(s.MaxNs), 100*s.Share)
 	}
 	tw.Flush()
 	if len(names) > 0 {
@@ -144,6 +152,7 @@ func writeStatsTable(w io.Writer, a *analysis, names []string, m [][]float64) {
 		}
 		tw.Flush()
 	}
+	writePipeline(w, a.Analyzer.Pipeline())
 	if len(a.Clocks) > 0 {
 		lo, hi := a.Clocks[0], a.Clocks[0]
 		for _, f := range a.Clocks {
@@ -180,5 +189,42 @@ func writeLatency(w io.Writer, l *trace.Latency) {
 	if l.Control != nil {
 		fmt.Fprintf(w, "control (the uninstrumented binary again): %.2f us, ratio %.3f%s: two identical builds differ by this much here\n",
 			l.Control.MedianUS, l.ControlRatio, paired(l.ControlPairedRatio))
+	}
+}
+
+// pipelineRows is how many lag and bubble rows the table shows.
+const pipelineRows = 12
+
+// writePipeline prints the lags, and the largest bubbles, of the pairs of
+// two roles' ranges.
+func writePipeline(w io.Writer, p trace.Pipeline) {
+	if len(p.Lags) > 0 {
+		fmt.Fprintln(w, "\npipeline lag (x's range of stage s ends -> y's range of stage s starts; the k-th of each in a CTA)")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "x\ty\tmatched\tunmatched\tearly\tstages\tp50\tp90\tp99\tmax\t")
+		for i, l := range p.Lags {
+			if i == pipelineRows {
+				fmt.Fprintf(tw, "and %d more pairs (--json lists them)\t\t\t\t\t\t\t\t\t\t\n", len(p.Lags)-i)
+				break
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", safeName(l.X), safeName(l.Y), l.Count, l.Unmatched, l.Early,
+				len(l.Stages), check.FormatNs(l.P50Ns), check.FormatNs(l.P90Ns), check.FormatNs(l.P99Ns), check.FormatNs(l.MaxNs))
+		}
+		tw.Flush()
+	}
+	if len(p.Bubbles) > 0 {
+		bs := slices.Clone(p.Bubbles)
+		slices.SortStableFunc(bs, func(a, b trace.BubbleResult) int { return cmp.Compare(b.Overall, a.Overall) })
+		fmt.Fprintln(w, "\nbubbles (y active while x runs on no warp of the CTA; share of the CTAs' time and of y's)")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "x\ty\tbubble\tof time\tof y\t")
+		for i, b := range bs {
+			if i == pipelineRows {
+				fmt.Fprintf(tw, "and %d more pairs (--json lists them)\t\t\t\t\t\n", len(bs)-i)
+				break
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f%%\t%.1f%%\t\n", safeName(b.X), safeName(b.Y), check.FormatNs(float64(b.BubbleNs)), 100*b.Overall, 100*b.OfY)
+		}
+		tw.Flush()
 	}
 }
