@@ -1,4 +1,4 @@
-package iket
+package builtin
 
 import (
 	"encoding/binary"
@@ -83,7 +83,7 @@ func TestVerifyCalibrate(t *testing.T) {
 }
 
 func TestCalibrateRegistered(t *testing.T) {
-	p, err := Builtin("calibrate")
+	p, err := Lookup("calibrate")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,13 @@ package iket
 
 import (
 	"errors"
+	"io/fs"
+	"path"
 	"strings"
 	"testing"
 
 	"github.com/iket-trace/iket/iket/internal/cuda"
+	"github.com/iket-trace/iket/kernels"
 )
 
 // nvrtcArch returns a PTX target the local NVRTC accepts, skipping when
@@ -19,27 +22,35 @@ func nvrtcArch(t *testing.T) string {
 	return "compute_90"
 }
 
-// Both builds of every built-in kernel compile with NVRTC and the embedded
-// header; only the instrumented one defines iket_state and the name table.
-func TestBuildImageBuiltins(t *testing.T) {
+// Both builds of every example kernel embedded in package kernels (the
+// built-in programs' sources) compile with NVRTC and the embedded header;
+// only the instrumented one defines iket_state and the name table.
+func TestBuildImageExamples(t *testing.T) {
 	arch := nvrtcArch(t)
-	for _, p := range Builtins() {
-		src, err := p.Source()
+	files, err := fs.Glob(kernels.FS, "examples/*.cu")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("embedded examples: %v, %v", files, err)
+	}
+	for _, f := range files {
+		name := path.Base(f)
+		entry := strings.TrimSuffix(name, ".cu") // each example's kernel is named after its file
+		data, err := kernels.Example(name)
 		if err != nil {
 			t.Fatal(err)
 		}
+		src := Source{Path: name, Kind: KindCU, Data: data}
 		for _, inst := range []bool{false, true} {
-			ptx, log, err := buildImage(p.SourceFile, src, inst, arch)
+			ptx, log, err := buildImage(name, src, inst, arch)
 			if err != nil {
-				t.Fatalf("%s instrumented=%v: %v", p.Name, inst, err)
+				t.Fatalf("%s instrumented=%v: %v", name, inst, err)
 			}
 			text := string(ptx)
-			if !strings.Contains(text, ".entry "+p.Entry+"(") {
-				t.Errorf("%s instrumented=%v: PTX has no entry %s (log %q)", p.Name, inst, p.Entry, log)
+			if !strings.Contains(text, ".entry "+entry+"(") {
+				t.Errorf("%s instrumented=%v: PTX has no entry %s (log %q)", name, inst, entry, log)
 			}
 			for _, sym := range []string{stateSymbol, nameTableSymbol} {
 				if got := strings.Contains(text, sym); got != inst {
-					t.Errorf("%s instrumented=%v: PTX mentions %s = %v", p.Name, inst, sym, got)
+					t.Errorf("%s instrumented=%v: PTX mentions %s = %v", name, inst, sym, got)
 				}
 			}
 		}

@@ -13,7 +13,8 @@
 //	lat, err := iket.Time(base, inst, cfg, args, iket.TimingOptions{})
 //	err = iket.WriteCapture("trace.iket", meta, res)
 //
-// [Run] does all of it for a built-in [Program].
+// [Run] does all of it for a [Program] (package builtin holds the built-in
+// ones, package spec makes one from a spec file).
 //
 // Failures a kernel causes are typed: a fault is a [*KernelError], a kernel
 // that does not finish within [TraceOptions.Timeout] a [*HangError]; both

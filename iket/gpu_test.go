@@ -1,4 +1,4 @@
-package iket
+package iket_test
 
 // GPU tests. Each opens device 0 and skips, stating why, when there is no
 // driver or GPU; with IKET_REQUIRE_GPU=1 they fail instead, so a GPU run
@@ -23,14 +23,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/iket-trace/iket/builtin"
+	"github.com/iket-trace/iket/iket"
 	"github.com/iket-trace/iket/trace"
 )
 
-func openGPU(t *testing.T) *Device {
+func openGPU(t *testing.T) *iket.Device {
 	t.Helper()
-	d, err := OpenDevice(0)
+	d, err := iket.OpenDevice(0)
 	if err != nil {
-		if errors.Is(err, ErrNoDevice) && os.Getenv("IKET_REQUIRE_GPU") != "1" {
+		if errors.Is(err, iket.ErrNoDevice) && os.Getenv("IKET_REQUIRE_GPU") != "1" {
 			t.Skipf("no GPU (set IKET_REQUIRE_GPU=1 to fail instead): %v", err)
 		}
 		t.Fatalf("open GPU: %v", err)
@@ -44,9 +46,9 @@ func openGPU(t *testing.T) *Device {
 }
 
 // build compiles a built-in program in one build and closes it at cleanup.
-func build(t *testing.T, d *Device, prog string, instrumented bool, options ...string) (*Program, *Module) {
+func build(t *testing.T, d *iket.Device, prog string, instrumented bool, options ...string) (*iket.Program, *iket.Module) {
 	t.Helper()
-	p, err := Builtin(prog)
+	p, err := builtin.Lookup(prog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func build(t *testing.T, d *Device, prog string, instrumented bool, options ...s
 	return p, m
 }
 
-func setup(t *testing.T, d *Device, p *Program, cfg LaunchConfig) *Workload {
+func setup(t *testing.T, d *iket.Device, p *iket.Program, cfg iket.LaunchConfig) *iket.Workload {
 	t.Helper()
 	w, err := p.Setup(d, cfg)
 	if err != nil {
@@ -91,7 +93,7 @@ type rawEvent struct {
 // slot decodes warp slot s of a result: header and its non-empty records, in
 // slot order, each placed from the warp's start anchor on its own
 // (trace.Unpack: slot order is not time order in a wrapped ring).
-func slot(t *testing.T, r *TraceResult, s uint64) (trace.WarpHeader, []rawEvent) {
+func slot(t *testing.T, r *iket.TraceResult, s uint64) (trace.WarpHeader, []rawEvent) {
 	t.Helper()
 	if r.Format != 1 && r.Format != 2 {
 		t.Fatalf("result of record format %d", r.Format)
@@ -116,7 +118,7 @@ func slot(t *testing.T, r *TraceResult, s uint64) (trace.WarpHeader, []rawEvent)
 // each from the start anchor in h: kind, name and payload (zero where the
 // slot is unwritten) and cycle; and the scratch slot after them, which no
 // event writes.
-func bySlot(r *TraceResult, s uint64, h trace.WarpHeader) (evs []rawEvent, cycles []uint64, scratch trace.Record) {
+func bySlot(r *iket.TraceResult, s uint64, h trace.WarpHeader) (evs []rawEvent, cycles []uint64, scratch trace.Record) {
 	st := r.Meta.Stride()
 	raw := r.Buffers[int64(s)*st : int64(s+1)*st]
 	rec := func(j int) trace.Record {
@@ -135,10 +137,10 @@ func bySlot(r *TraceResult, s uint64, h trace.WarpHeader) (evs []rawEvent, cycle
 }
 
 // captureOf writes a traced launch to a capture file and opens it.
-func captureOf(t *testing.T, r *TraceResult) *trace.Capture {
+func captureOf(t *testing.T, r *iket.TraceResult) *trace.Capture {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "launch.iket")
-	if err := WriteCapture(path, trace.Meta{Version: trace.FormatVersion, Tool: "iket-test"}, r); err != nil {
+	if err := iket.WriteCapture(path, trace.Meta{Version: trace.FormatVersion, Tool: "iket-test"}, r); err != nil {
 		t.Fatal(err)
 	}
 	c, err := trace.Open(path)
@@ -198,13 +200,13 @@ func TestGPUCompileAndNames(t *testing.T) {
 	}
 	// A prebuilt image is one build: an instrumented cubin is refused as a
 	// baseline and accepted as the instrumented build.
-	p, _ := Builtin("warp_roles")
+	p, _ := builtin.Lookup("warp_roles")
 	src, _ := p.Source()
-	cubin, _, err := buildImage("warp_roles.cu", src, true, DefaultArch)
+	cubin, _, err := iket.BuildImage("warp_roles.cu", src, true, iket.DefaultArch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pre := Source{Path: "warp_roles.cubin", Data: cubin}
+	pre := iket.Source{Path: "warp_roles.cubin", Data: cubin}
 	if m, err := d.Compile(pre, false, ""); err == nil {
 		m.Close()
 		t.Error("an instrumented cubin loaded as a baseline")
@@ -214,7 +216,7 @@ func TestGPUCompileAndNames(t *testing.T) {
 		t.Fatalf("load instrumented cubin: %v", err)
 	}
 	defer m.Close()
-	if m.Source().Kind != KindCUBIN {
+	if m.Source().Kind != iket.KindCUBIN {
 		t.Errorf("prebuilt kind = %v", m.Source().Kind)
 	}
 }
@@ -236,22 +238,22 @@ func TestGPUTraceWarpRoles(t *testing.T) {
 	cfg := p.Config(d)
 	w := setup(t, d, p, cfg)
 	// A build records in one mode: the other is refused before launching.
-	var ce *ConfigError
-	if _, err := stop.Trace(cfg, w.Args, TraceOptions{Capacity: 4, Mode: trace.ModeWrap}); !errors.As(err, &ce) || ce.Field != "mode" {
+	var ce *iket.ConfigError
+	if _, err := stop.Trace(cfg, w.Args, iket.TraceOptions{Capacity: 4, Mode: trace.ModeWrap}); !errors.As(err, &ce) || ce.Field != "mode" {
 		t.Errorf("wrap trace of a stop build: %v, want a mode ConfigError", err)
 	}
-	if _, err := wrap.Trace(cfg, w.Args, TraceOptions{Capacity: 4}); !errors.As(err, &ce) || ce.Field != "mode" {
+	if _, err := wrap.Trace(cfg, w.Args, iket.TraceOptions{Capacity: 4}); !errors.As(err, &ce) || ce.Field != "mode" {
 		t.Errorf("stop trace of a wrap build: %v, want a mode ConfigError", err)
 	}
 	tests := []struct {
 		name     string
-		opt      TraceOptions
+		opt      iket.TraceOptions
 		recorded func(events []rawEvent) []rawEvent // what the buffer keeps, in slot order
 	}{
-		{"device stop", TraceOptions{Capacity: 64}, func(e []rawEvent) []rawEvent { return e }},
-		{"watch stop", TraceOptions{Capacity: 64, Watch: true}, func(e []rawEvent) []rawEvent { return e }},
-		{"stop drops", TraceOptions{Capacity: 4}, func(e []rawEvent) []rawEvent { return e[:4] }},
-		{"wrap keeps newest", TraceOptions{Capacity: 4, Mode: trace.ModeWrap}, func(e []rawEvent) []rawEvent { return []rawEvent{e[4], e[5], e[2], e[3]} }},
+		{"device stop", iket.TraceOptions{Capacity: 64}, func(e []rawEvent) []rawEvent { return e }},
+		{"watch stop", iket.TraceOptions{Capacity: 64, Watch: true}, func(e []rawEvent) []rawEvent { return e }},
+		{"stop drops", iket.TraceOptions{Capacity: 4}, func(e []rawEvent) []rawEvent { return e[:4] }},
+		{"wrap keeps newest", iket.TraceOptions{Capacity: 4, Mode: trace.ModeWrap}, func(e []rawEvent) []rawEvent { return []rawEvent{e[4], e[5], e[2], e[3]} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -305,18 +307,18 @@ func TestGPUTiming(t *testing.T) {
 	t.Cleanup(func() { ctl.Close() })
 	tests := []struct {
 		name string
-		opt  TimingOptions
+		opt  iket.TimingOptions
 	}{
-		{"until stable, flushed", TimingOptions{Rounds: 3, CallsPerRound: 10}},
-		{"fixed warm-up, no flush", TimingOptions{Warmup: 5, Rounds: 4, CallsPerRound: 5, SkipL2Flush: true}},
-		{"with a control", TimingOptions{Rounds: 4, CallsPerRound: 5, Control: ctl}},
+		{"until stable, flushed", iket.TimingOptions{Rounds: 3, CallsPerRound: 10}},
+		{"fixed warm-up, no flush", iket.TimingOptions{Warmup: 5, Rounds: 4, CallsPerRound: 5, SkipL2Flush: true}},
+		{"with a control", iket.TimingOptions{Rounds: 4, CallsPerRound: 5, Control: ctl}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := w.Poison(); err != nil {
 				t.Fatal(err)
 			}
-			lat, err := Time(base, inst, cfg, w.Args, tt.opt)
+			lat, err := iket.Time(base, inst, cfg, w.Args, tt.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -346,34 +348,34 @@ func TestGPUTiming(t *testing.T) {
 				t.Errorf("paired ratio %v is implausible", lat.PairedRatio)
 			}
 			if tt.opt.Control == nil {
-				if lat.Control != nil || lat.ControlRatio != 0 || st.Order != orderAlternating {
+				if lat.Control != nil || lat.ControlRatio != 0 || st.Order != iket.OrderAlternating {
 					t.Errorf("no control asked: control %+v ratio %v, order %q", lat.Control, lat.ControlRatio, st.Order)
 				}
 				return
 			}
 			// The same code twice: the medians of a few rounds of an
 			// 8 us kernel agree within 25% on any quiet machine.
-			if c := lat.Control; c == nil || len(c.RoundsUS) != tt.opt.Rounds || c.MinUS <= 0 || st.Order != orderRotating ||
+			if c := lat.Control; c == nil || len(c.RoundsUS) != tt.opt.Rounds || c.MinUS <= 0 || st.Order != iket.OrderRotating ||
 				lat.ControlRatio < 0.8 || lat.ControlRatio > 1.25 || lat.ControlPairedRatio < 0.8 || lat.ControlPairedRatio > 1.25 {
 				t.Errorf("control %+v, ratio %v, paired %v, order %q", lat.Control, lat.ControlRatio, lat.ControlPairedRatio, st.Order)
 			}
 		})
 	}
-	if _, err := Time(inst, inst, cfg, w.Args, TimingOptions{}); err == nil {
+	if _, err := iket.Time(inst, inst, cfg, w.Args, iket.TimingOptions{}); err == nil {
 		t.Error("Time accepted an instrumented baseline")
 	}
-	if _, err := Time(base, inst, cfg, w.Args, TimingOptions{Control: base}); err == nil || !strings.Contains(err.Error(), "Reload") {
+	if _, err := iket.Time(base, inst, cfg, w.Args, iket.TimingOptions{Control: base}); err == nil || !strings.Contains(err.Error(), "Reload") {
 		t.Errorf("Time with the baseline as its own control: %v, want an error pointing to Reload", err)
 	}
-	if _, err := Time(base, inst, cfg, w.Args, TimingOptions{Control: inst}); err == nil || !strings.Contains(err.Error(), "control module") {
+	if _, err := iket.Time(base, inst, cfg, w.Args, iket.TimingOptions{Control: inst}); err == nil || !strings.Contains(err.Error(), "control module") {
 		t.Errorf("Time with an instrumented control: %v, want an error naming the control", err)
 	}
-	other, err := d.Compile(Source{Path: "other.cu", Kind: KindCU, Data: []byte("extern \"C\" __global__ void other(int* p) { *p = 1; }\n")}, false, "")
+	other, err := d.Compile(iket.Source{Path: "other.cu", Kind: iket.KindCU, Data: []byte("extern \"C\" __global__ void other(int* p) { *p = 1; }\n")}, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { other.Close() })
-	if _, err := Time(base, inst, cfg, w.Args, TimingOptions{Control: other}); err == nil || !strings.Contains(err.Error(), "not the baseline's image") {
+	if _, err := iket.Time(base, inst, cfg, w.Args, iket.TimingOptions{Control: other}); err == nil || !strings.Contains(err.Error(), "not the baseline's image") {
 		t.Errorf("Time with another kernel as the control: %v, want an error saying it is not the baseline's image", err)
 	}
 	again, err := inst.Reload()
@@ -393,8 +395,8 @@ func TestGPUTiming(t *testing.T) {
 
 func TestGPURunAndCapture(t *testing.T) {
 	d := openGPU(t)
-	p, _ := Builtin("warp_roles")
-	res, err := Run(context.Background(), d, p, RunOptions{Trace: TraceOptions{Capacity: 16}, Timing: TimingOptions{Rounds: 3, CallsPerRound: 10}})
+	p, _ := builtin.Lookup("warp_roles")
+	res, err := iket.Run(context.Background(), d, p, iket.RunOptions{Trace: iket.TraceOptions{Capacity: 16}, Timing: iket.TimingOptions{Rounds: 3, CallsPerRound: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,18 +404,18 @@ func TestGPURunAndCapture(t *testing.T) {
 		t.Fatalf("incomplete result: %+v", res)
 	}
 	// By default Run times a control: the uninstrumented build again.
-	if l := res.Latency; l.Control == nil || len(l.Control.RoundsUS) != 3 || l.ControlRatio <= 0 || l.Settings.Order != orderRotating {
+	if l := res.Latency; l.Control == nil || len(l.Control.RoundsUS) != 3 || l.ControlRatio <= 0 || l.Settings.Order != iket.OrderRotating {
 		t.Errorf("default run: control %+v, ratio %v, order %q; want a control timed in every round", l.Control, l.ControlRatio, l.Settings.Order)
 	}
-	without, err := Run(context.Background(), d, p, RunOptions{Trace: TraceOptions{Capacity: 16}, Timing: TimingOptions{Rounds: 2, CallsPerRound: 5}, SkipControl: true})
+	without, err := iket.Run(context.Background(), d, p, iket.RunOptions{Trace: iket.TraceOptions{Capacity: 16}, Timing: iket.TimingOptions{Rounds: 2, CallsPerRound: 5}, SkipControl: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := without.Latency; l == nil || l.Control != nil || l.Settings.Order != orderAlternating {
+	if l := without.Latency; l == nil || l.Control != nil || l.Settings.Order != iket.OrderAlternating {
 		t.Errorf("SkipControl: latency %+v, want two builds alternating and no control", l)
 	}
 	path := filepath.Join(t.TempDir(), "trace.iket")
-	if err := WriteCapture(path, res.Meta("iket-test"), res.Launch); err != nil {
+	if err := iket.WriteCapture(path, res.Meta("iket-test"), res.Launch); err != nil {
 		t.Fatal(err)
 	}
 	c, err := trace.Open(path)
@@ -454,27 +456,27 @@ func TestGPUConfigErrors(t *testing.T) {
 	w := setup(t, d, p, cfg)
 	tests := []struct {
 		name  string
-		cfg   LaunchConfig
+		cfg   iket.LaunchConfig
 		field string
 	}{
-		{"unknown kernel", LaunchConfig{Kernel: "nope", Grid: cfg.Grid, Block: cfg.Block}, "kernel"},
-		{"over launch bounds", LaunchConfig{Kernel: cfg.Kernel, Grid: cfg.Grid, Block: [3]uint32{128, 1, 1}}, "block"},
-		{"zero grid", LaunchConfig{Kernel: cfg.Kernel, Block: cfg.Block}, "grid"},
-		{"too many threads", LaunchConfig{Kernel: cfg.Kernel, Grid: cfg.Grid, Block: [3]uint32{2048, 1, 1}}, "block"},
+		{"unknown kernel", iket.LaunchConfig{Kernel: "nope", Grid: cfg.Grid, Block: cfg.Block}, "kernel"},
+		{"over launch bounds", iket.LaunchConfig{Kernel: cfg.Kernel, Grid: cfg.Grid, Block: [3]uint32{128, 1, 1}}, "block"},
+		{"zero grid", iket.LaunchConfig{Kernel: cfg.Kernel, Block: cfg.Block}, "grid"},
+		{"too many threads", iket.LaunchConfig{Kernel: cfg.Kernel, Grid: cfg.Grid, Block: [3]uint32{2048, 1, 1}}, "block"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := inst.Trace(tt.cfg, w.Args, TraceOptions{})
-			var ce *ConfigError
+			_, err := inst.Trace(tt.cfg, w.Args, iket.TraceOptions{})
+			var ce *iket.ConfigError
 			if !errors.As(err, &ce) || ce.Field != tt.field {
 				t.Fatalf("Trace error = %v, want a ConfigError on %s", err, tt.field)
 			}
 		})
 	}
-	if _, err := base.Trace(cfg, w.Args, TraceOptions{}); err == nil {
+	if _, err := base.Trace(cfg, w.Args, iket.TraceOptions{}); err == nil {
 		t.Error("traced an uninstrumented module")
 	}
-	if err := p.Check(inst, cfg, &Workload{Args: w.Args[:1], Poison: w.Poison, Verify: w.Verify}, 0); err == nil {
+	if err := p.Check(inst, cfg, &iket.Workload{Args: w.Args[:1], Poison: w.Poison, Verify: w.Verify}, 0); err == nil {
 		t.Error("Check accepted one argument for two parameters")
 	}
 	// The device is still fine after refused launches.
@@ -516,14 +518,14 @@ func faultChild(mode uint32, watch bool) func(t *testing.T) any {
 		p, inst := build(t, d, "fault", true)
 		cfg := p.Config(d)
 		w := setup(t, d, p, cfg)
-		w.Args[1] = U32(mode)
+		w.Args[1] = iket.U32(mode)
 		var rep faultReport
-		_, err := inst.Trace(cfg, w.Args, TraceOptions{Capacity: 16, Watch: watch})
+		_, err := inst.Trace(cfg, w.Args, iket.TraceOptions{Capacity: 16, Watch: watch})
 		if err == nil {
 			t.Fatal("the fault program's launch succeeded")
 		}
 		rep.Err = err.Error()
-		var ke *KernelError
+		var ke *iket.KernelError
 		if errors.As(err, &ke) {
 			rep.KernelError, rep.Code, rep.Kernel, rep.ConfigOK = true, ke.Code, ke.Kernel, ke.Config == cfg
 			if r := ke.Result; r != nil {
@@ -533,12 +535,12 @@ func faultChild(mode uint32, watch bool) func(t *testing.T) any {
 			}
 		}
 		if b, err := d.Alloc(16); err != nil {
-			rep.AllocErr, rep.AllocUnusable = err.Error(), errors.Is(err, ErrDeviceUnusable)
+			rep.AllocErr, rep.AllocUnusable = err.Error(), errors.Is(err, iket.ErrDeviceUnusable)
 		} else {
 			b.Close()
 		}
-		if d2, err := OpenDevice(0); err != nil {
-			rep.ReopenErr, rep.ReopenUnusable = err.Error(), errors.Is(err, ErrDeviceUnusable)
+		if d2, err := iket.OpenDevice(0); err != nil {
+			rep.ReopenErr, rep.ReopenUnusable = err.Error(), errors.Is(err, iket.ErrDeviceUnusable)
 		} else {
 			d2.Close()
 		}
@@ -576,8 +578,8 @@ func TestGPUFault(t *testing.T) {
 				msg      string
 				unusable bool
 			}{{"Alloc on the faulted device", rep.AllocErr, rep.AllocUnusable}, {"OpenDevice after the fault", rep.ReopenErr, rep.ReopenUnusable}} {
-				if !r.unusable || !strings.Contains(r.msg, faultMsg) || rep.Code == "" || !strings.Contains(r.msg, rep.Code) {
-					t.Errorf("%s: %q (ErrDeviceUnusable %v), want ErrDeviceUnusable saying %q and naming %s", r.what, r.msg, r.unusable, faultMsg, rep.Code)
+				if !r.unusable || !strings.Contains(r.msg, iket.FaultMsg) || rep.Code == "" || !strings.Contains(r.msg, rep.Code) {
+					t.Errorf("%s: %q (ErrDeviceUnusable %v), want ErrDeviceUnusable saying %q and naming %s", r.what, r.msg, r.unusable, iket.FaultMsg, rep.Code)
 				}
 			}
 		})
@@ -677,19 +679,19 @@ func hangChild(watch bool) func(t *testing.T) any {
 		release := func() { atomic.StoreUint32((*uint32)(unsafe.Pointer(&rel[0])), 1) }
 		t.Cleanup(func() {
 			release()
-			if err := d.WaitIdle(HangLimit + 5*time.Second); err != nil {
+			if err := d.WaitIdle(builtin.HangLimit + 5*time.Second); err != nil {
 				t.Errorf("device after releasing the hung kernel: %v", err)
 			}
 		})
 		rep := hangReport{CTAs: cfg.CTAs()}
 		start := time.Now()
-		_, err := inst.Trace(cfg, w.Args, TraceOptions{Capacity: 16, Watch: watch, Timeout: hangTimeout})
+		_, err := inst.Trace(cfg, w.Args, iket.TraceOptions{Capacity: 16, Watch: watch, Timeout: hangTimeout})
 		rep.Took = time.Since(start)
 		if err == nil {
 			t.Fatal("the hang program's launch finished")
 		}
 		rep.Err = err.Error()
-		var he *HangError
+		var he *iket.HangError
 		if errors.As(err, &he) {
 			rep.HangError, rep.Timeout = true, he.Timeout
 			if r := he.Result; r != nil {
@@ -701,7 +703,7 @@ func hangChild(watch bool) func(t *testing.T) any {
 			}
 		}
 		if b, err := d.Alloc(16); err != nil {
-			rep.AllocErr, rep.AllocUnusable = err.Error(), errors.Is(err, ErrDeviceUnusable)
+			rep.AllocErr, rep.AllocUnusable = err.Error(), errors.Is(err, iket.ErrDeviceUnusable)
 		} else {
 			b.Close()
 		}
@@ -773,24 +775,24 @@ func TestGPUNoLeaks(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Close()
-		if _, err := inst.Trace(cfg, w.Args, TraceOptions{Watch: true}); err != nil {
+		if _, err := inst.Trace(cfg, w.Args, iket.TraceOptions{Watch: true}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Time(base, inst, cfg, w.Args, TimingOptions{Warmup: 1, Rounds: 1, CallsPerRound: 2}); err != nil {
+		if _, err := iket.Time(base, inst, cfg, w.Args, iket.TimingOptions{Warmup: 1, Rounds: 1, CallsPerRound: 2}); err != nil {
 			t.Fatal(err)
 		}
 		// Modules and workload are open here: 2 modules + 2 buffers.
-		if n := d.liveCount(); n != 4 {
+		if n := iket.LiveCount(d); n != 4 {
 			t.Errorf("%d live resources while in use, want 4", n)
 		}
 		w.Close()
 		base.Close()
 		inst.Close()
 	}()
-	if n := d.liveCount(); n != 0 {
+	if n := iket.LiveCount(d); n != 0 {
 		t.Errorf("%d resources left after closing everything", n)
 	}
-	d2, err := OpenDevice(0)
+	d2, err := iket.OpenDevice(0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -800,7 +802,7 @@ func TestGPUNoLeaks(t *testing.T) {
 	if err := d2.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if _, err := d2.Alloc(1); !errors.Is(err, ErrDeviceUnusable) {
+	if _, err := d2.Alloc(1); !errors.Is(err, iket.ErrDeviceUnusable) {
 		t.Errorf("Alloc after Close: %v", err)
 	}
 }
@@ -915,7 +917,7 @@ func TestGPUPairs(t *testing.T) {
 	const a, b, c = 1, 2, 3
 	all := []rawEvent{{trace.KindPush, a, 0}, {trace.KindNext, b, 1}, {trace.KindNext, c, 2},
 		{trace.KindNext, b, 3}, {trace.KindNext, c, 4}, {trace.KindNext, b, 5}, {trace.KindPop, 0, 0}}
-	cfg := LaunchConfig{Kernel: "pairs", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}}
+	cfg := iket.LaunchConfig{Kernel: "pairs", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}}
 	for _, tc := range []struct {
 		build      string
 		options    []string
@@ -926,14 +928,14 @@ func TestGPUPairs(t *testing.T) {
 		{"safe lanes", []string{"-DIKET_SAFE_LANES=1"}, trace.ModeStop, []uint32{16, 4}},
 		{"wrap", []string{"-DIKET_WRAP=1"}, trace.ModeWrap, []uint32{16, 4}},
 	} {
-		m, err := d.Compile(Source{Path: "pairs.cu", Kind: KindCU, Data: []byte(pairsSource), Options: tc.options}, true, "")
+		m, err := d.Compile(iket.Source{Path: "pairs.cu", Kind: iket.KindCU, Data: []byte(pairsSource), Options: tc.options}, true, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer m.Close()
 		for _, capacity := range tc.capacities {
 			t.Run(fmt.Sprintf("%s capacity %d", tc.build, capacity), func(t *testing.T) {
-				res, err := m.Trace(cfg, nil, TraceOptions{Capacity: capacity, Mode: tc.mode})
+				res, err := m.Trace(cfg, nil, iket.TraceOptions{Capacity: capacity, Mode: tc.mode})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -987,12 +989,12 @@ func TestGPUPairs(t *testing.T) {
 // memory and in watch mode's mapped host memory.
 func TestGPUExitRecord(t *testing.T) {
 	d := openGPU(t)
-	m, err := d.Compile(Source{Path: "exits.cu", Kind: KindCU, Data: []byte(exitsSource)}, true, "")
+	m, err := d.Compile(iket.Source{Path: "exits.cu", Kind: iket.KindCU, Data: []byte(exitsSource)}, true, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	cfg := LaunchConfig{Kernel: "exits", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{48, 1, 1}}
+	cfg := iket.LaunchConfig{Kernel: "exits", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{48, 1, 1}}
 	const ra, rb = 1, 2
 	type exitCase struct {
 		mode  int32
@@ -1007,7 +1009,7 @@ func TestGPUExitRecord(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("mode %d watch %v", tc.mode, tc.watch), func(t *testing.T) {
-			res, err := m.Trace(cfg, []Arg{I32(tc.mode)}, TraceOptions{Capacity: 16, Watch: tc.watch})
+			res, err := m.Trace(cfg, []iket.Arg{iket.I32(tc.mode)}, iket.TraceOptions{Capacity: 16, Watch: tc.watch})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1051,16 +1053,16 @@ func TestGPUExitRecord(t *testing.T) {
 // writes one NEXT record, which decodes to ranges that meet.
 func TestGPULanes(t *testing.T) {
 	d := openGPU(t)
-	m, err := d.Compile(Source{Path: "lanes.cu", Kind: KindCU, Data: []byte(lanesSource)}, true, "")
+	m, err := d.Compile(iket.Source{Path: "lanes.cu", Kind: iket.KindCU, Data: []byte(lanesSource)}, true, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	cfg := LaunchConfig{Kernel: "lanes", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}}
+	cfg := iket.LaunchConfig{Kernel: "lanes", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}}
 	const solo, all, first, second = 1, 2, 3, 4
 	for _, sync := range []int32{2, 1, 0} {
 		t.Run(fmt.Sprintf("sync %d", sync), func(t *testing.T) {
-			res, err := m.Trace(cfg, []Arg{I32(sync)}, TraceOptions{Capacity: 16})
+			res, err := m.Trace(cfg, []iket.Arg{iket.I32(sync)}, iket.TraceOptions{Capacity: 16})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1164,7 +1166,7 @@ func TestGPUBatch(t *testing.T) {
 		all = append(all, rawEvent{trace.KindNext, b, uint16(i)}, rawEvent{trace.KindNext, c, uint16(i)})
 	}
 	all = append(all, rawEvent{trace.KindNext, b, n}, rawEvent{trace.KindPop, 0, 0})
-	cfg := LaunchConfig{Kernel: "batch", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{48, 1, 1}}
+	cfg := iket.LaunchConfig{Kernel: "batch", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{48, 1, 1}}
 	for _, tc := range []struct {
 		build      string
 		options    []string
@@ -1175,7 +1177,7 @@ func TestGPUBatch(t *testing.T) {
 		{"safe lanes", []string{"-DIKET_SAFE_LANES=1"}, trace.ModeStop, []uint32{256}},
 		{"wrap", []string{"-DIKET_WRAP=1"}, trace.ModeWrap, []uint32{64}},
 	} {
-		m, err := d.Compile(Source{Path: "batch.cu", Kind: KindCU, Data: []byte(batchSource), Options: tc.options}, true, "")
+		m, err := d.Compile(iket.Source{Path: "batch.cu", Kind: iket.KindCU, Data: []byte(batchSource), Options: tc.options}, true, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1183,7 +1185,7 @@ func TestGPUBatch(t *testing.T) {
 		for _, capacity := range tc.capacities {
 			for _, kmode := range []int32{0, 1, 2, 3, 4} {
 				t.Run(fmt.Sprintf("%s capacity %d mode %d", tc.build, capacity, kmode), func(t *testing.T) {
-					res, err := m.Trace(cfg, []Arg{I32(n), I32(kmode)}, TraceOptions{Capacity: capacity, Mode: tc.mode})
+					res, err := m.Trace(cfg, []iket.Arg{iket.I32(n), iket.I32(kmode)}, iket.TraceOptions{Capacity: capacity, Mode: tc.mode})
 					if err != nil {
 						t.Fatal(err)
 					}

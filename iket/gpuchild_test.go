@@ -1,4 +1,4 @@
-package iket
+package iket_test
 
 // Child processes for GPU tests that fault or hang on purpose. A sticky CUDA
 // error (an illegal address, a trap) ends the whole process's use of CUDA,
@@ -25,6 +25,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/iket-trace/iket/iket"
 	"github.com/iket-trace/iket/iket/internal/cuda"
 )
 
@@ -155,14 +156,14 @@ type selftestReport struct {
 // reports what OpenDevice says afterwards (no GPU needed: the refusal comes
 // before the driver is asked).
 func faultRecordedChild(t *testing.T) any {
-	recordFault(fmt.Errorf("launch fault: %w", &cuda.Error{Op: "cuEventQuery", Result: cuda.ErrIllegalAddress}))
-	d, err := OpenDevice(0)
+	iket.RecordFault(fmt.Errorf("launch fault: %w", &cuda.Error{Op: "cuEventQuery", Result: cuda.ErrIllegalAddress}))
+	d, err := iket.OpenDevice(0)
 	if err == nil {
 		d.Close()
 		t.Fatal("OpenDevice succeeded after a recorded fault")
 	}
 	return selftestReport{Case: "selftest/fault_recorded", Err: err.Error(),
-		Unusable: errors.Is(err, ErrDeviceUnusable), NoDevice: errors.Is(err, ErrNoDevice), Code: codeOf(err)}
+		Unusable: errors.Is(err, iket.ErrDeviceUnusable), NoDevice: errors.Is(err, iket.ErrNoDevice), Code: iket.CodeOf(err)}
 }
 
 // TestGPUChildPlumbing checks the parent/child mechanism itself; it needs no
@@ -186,7 +187,7 @@ func TestGPUChildPlumbing(t *testing.T) {
 			Case:     "selftest/fault_recorded",
 			Unusable: true,
 			Code:     "CUDA_ERROR_ILLEGAL_ADDRESS",
-		}, errPrefix: "open device 0: device 0: " + faultMsg + ": launch fault: cuEventQuery: CUDA_ERROR_ILLEGAL_ADDRESS"},
+		}, errPrefix: "open device 0: device 0: " + iket.FaultMsg + ": launch fault: cuEventQuery: CUDA_ERROR_ILLEGAL_ADDRESS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package iket
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -15,10 +16,11 @@ import (
 type RunOptions struct {
 	Arch   string        // default [DefaultArch]
 	Config *LaunchConfig // nil: the program's configuration for the device
-	// Source replaces the program's embedded source (a user's copy of a
-	// built-in kernel). A prebuilt image (.ptx, .cubin, .fatbin) is one
-	// build: it must be instrumented, and Baseline gives the uninstrumented
-	// image to time against (without it timing is skipped).
+	// Source replaces the program's source (a user's copy of a built-in
+	// kernel). A prebuilt image (.ptx, .cubin, .fatbin), the program's or
+	// this one, is one build: it must be instrumented, and Baseline gives
+	// the uninstrumented image to time against (without it timing is
+	// skipped).
 	Source   *Source
 	Baseline *Source
 	Trace    TraceOptions
@@ -88,7 +90,7 @@ func (r *RunResult) Meta(tool string) trace.Meta {
 	return trace.Meta{Tool: tool, Created: time.Now().UTC(), Host: host, Device: &dev}
 }
 
-// Run runs a built-in program end to end on d: compile both builds, check
+// Run runs a program end to end on d: compile both builds, check
 // that each computes the exact output (outputs poisoned before each run),
 // trace one instrumented launch (and check its output too), time both builds
 // interleaved, and read the device's conditions before and after. ctx is
@@ -111,27 +113,27 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 	}
 	var src Source
 	var err error
-	if opt.Source == nil {
+	switch {
+	case opt.Source != nil:
+		src = *opt.Source
+	case prog.Source != nil:
 		if src, err = prog.Source(); err != nil {
+			return nil, step("load source", err)
+		}
+	default:
+		return nil, step("load source", errors.New("no source: Program.Source and RunOptions.Source are both nil"))
+	}
+	if src.Kind == KindUnknown {
+		if src.Kind, err = DetectKind(src.Path, src.Data); err != nil {
 			return nil, step("load source", err)
 		}
 	}
 	baseSrc := src
-	if opt.Source != nil {
-		src, baseSrc = *opt.Source, *opt.Source
-		if src.Kind == KindUnknown {
-			if src.Kind, err = DetectKind(src.Path, src.Data); err != nil {
-				return nil, step("load source", err)
-			}
-			baseSrc = src
-		}
-		if src.Kind.Prebuilt() {
-			if opt.Baseline == nil {
-				opt.SkipTiming = true
-				baseSrc = src
-			} else {
-				baseSrc = *opt.Baseline
-			}
+	if src.Kind.Prebuilt() {
+		if opt.Baseline == nil {
+			opt.SkipTiming = true
+		} else {
+			baseSrc = *opt.Baseline
 		}
 	}
 	baseInstrumented := src.Kind.Prebuilt() && opt.Baseline == nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/iket-trace/iket/builtin"
 	"github.com/iket-trace/iket/iket"
 	"github.com/iket-trace/iket/internal/bundled"
 	"github.com/iket-trace/iket/internal/outfile"
@@ -34,7 +35,7 @@ on an NVIDIA H200 that ships inside iket, writing the same outputs.`,
 				dev, err := iket.OpenDevice(o.device)
 				if err == nil {
 					defer dev.Close()
-					prog, err := iket.Builtin("warp_roles")
+					prog, err := builtin.Lookup("warp_roles")
 					if err != nil {
 						return failWith(exitError, err)
 					}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/iket-trace/iket/builtin"
 	"github.com/iket-trace/iket/iket"
 	"github.com/iket-trace/iket/spec"
 	"github.com/iket-trace/iket/trace"
@@ -131,11 +132,7 @@ its warps recorded; iket exits 2.`,
 }
 
 func builtinNames() string {
-	var names []string
-	for _, p := range iket.Builtins() {
-		names = append(names, p.Name)
-	}
-	return strings.Join(names, ", ")
+	return strings.Join(builtin.Names(), ", ")
 }
 
 // isTerminal reports whether w is a terminal (a character device).
@@ -150,14 +147,14 @@ func isTerminal(w io.Writer) bool {
 
 // resolveProgram maps KERNEL to a built-in program and, for a file, its source.
 func resolveProgram(kernel string) (*iket.Program, *iket.Source, error) {
-	if p, err := iket.Builtin(kernel); err == nil {
+	if p, err := builtin.Lookup(kernel); err == nil {
 		return p, nil, nil
 	}
 	if _, err := os.Stat(kernel); err != nil {
 		return nil, nil, failWith(exitError, fmt.Errorf("run %s: not a built-in program (%s) and not a file: %w", kernel, builtinNames(), err))
 	}
 	base := strings.TrimSuffix(filepath.Base(kernel), filepath.Ext(kernel))
-	p, err := iket.Builtin(base)
+	p, err := builtin.Lookup(base)
 	if err != nil {
 		return nil, nil, failWith(exitError, fmt.Errorf("run %s: iket knows the launch configuration of the built-in programs only (%s); for another kernel write a spec (docs/SPEC.md)", kernel, builtinNames()))
 	}
