@@ -338,6 +338,27 @@ func TestFakeDriverCallbacks(t *testing.T) {
 		t.Errorf("FAKE_CUPTI_TAKEN report:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 	}
 
+	// testinject.c's synchronous copies in a capture's launch callback
+	// invalidate a global or thread-local capture, unless it switches its
+	// thread to the relaxed mode.
+	for _, c := range []struct {
+		args    string
+		relaxed bool
+		code    int
+	}{
+		{"--graph", false, 3}, {"--graph --capture-mode thread", false, 3},
+		{"--graph --capture-mode relaxed", false, 0}, {"--graph", true, 0},
+	} {
+		env := []string{"FAKE_TEST_LAYOUT=" + t.TempDir()}
+		if c.relaxed {
+			env = append(env, "FAKE_TEST_RELAXED=1")
+		}
+		r, _ := runInjected(t, env, strings.Fields(c.args)...)
+		if r.code != c.code || (c.code == 3 && !strings.Contains(r.stderr, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED")) {
+			t.Errorf("%s relaxed %v: exit %d, want %d; stderr:\n%s", c.args, c.relaxed, r.code, c.code, r.stderr)
+		}
+	}
+
 	// Each child of --fork loads the injection in its own cuInit.
 	_, lines = runInjected(t, nil, "--fork", "3", "--launches", "1")
 	n := 0

@@ -262,6 +262,14 @@ FK_EXPORT CUresult cuFuncGetModule(CUmodule *pm, CUfunction f) {
   FK_END;
 }
 
+FK_EXPORT CUresult cuFuncGetName(const char **name, CUfunction f) {
+  FK_BEGIN(MOD_FLAGS);
+  if (!fk_func_valid(f)) FK_FAIL(CUDA_ERROR_INVALID_HANDLE);
+  if (!name) FK_FAIL(CUDA_ERROR_INVALID_VALUE);
+  *name = f->name;
+  FK_END;
+}
+
 FK_EXPORT CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute a, CUfunction f) {
   static const int attrs[] = {1024, 1024, 0, 0, 40, 90, 90, 0, 48 * 1024 - 1024};
   FK_BEGIN(MOD_FLAGS);

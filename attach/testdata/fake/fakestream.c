@@ -48,20 +48,38 @@ static int any_hung(void) {
   return 0;
 }
 
+/* A thread's capture interaction mode (cuThreadExchangeStreamCaptureMode)
+ * decides which captures forbid its potentially unsafe calls: in global
+ * mode its own captures but relaxed ones, and other threads' global ones;
+ * in thread-local mode its own but relaxed ones; in relaxed mode none. */
+static _Thread_local int tls_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
 int fk_capture_forbids(void) {
   int forbid = 0;
+  if (tls_capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED) return 0;
   struct CUstream_st *all[2] = {&g_ptds, g_streams};
   for (int k = 0; k < 2; k++)
-    for (struct CUstream_st *s = all[k]; s; s = k ? s->next : NULL)
-      if (s->capturing == CU_STREAM_CAPTURE_STATUS_ACTIVE &&
-          (s->capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
-           (s->capture_mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-            pthread_equal(s->capture_thread, pthread_self())))) {
+    for (struct CUstream_st *s = all[k]; s; s = k ? s->next : NULL) {
+      if (s->capturing != CU_STREAM_CAPTURE_STATUS_ACTIVE) continue;
+      int own = pthread_equal(s->capture_thread, pthread_self());
+      if ((own && s->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED) ||
+          (!own && tls_capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+           s->capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL)) {
         s->capturing = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
         forbid = 1;
       }
+    }
   if (forbid && fk_debug()) fprintf(stderr, "fakecuda: an unsafe call during a capture invalidates it\n");
   return forbid;
+}
+
+FK_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
+  FK_BEGIN(FK_NEED_INIT);
+  if (!mode || *mode < 0 || *mode > CU_STREAM_CAPTURE_MODE_RELAXED) FK_FAIL(CUDA_ERROR_INVALID_VALUE);
+  int old = tls_capture_mode;
+  tls_capture_mode = *mode;
+  *mode = old;
+  FK_END;
 }
 
 static int graph_append(struct CUgraph_st *g, const fk_node *n) {

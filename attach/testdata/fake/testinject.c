@@ -4,7 +4,8 @@
  * FAKE_TEST_OUT. With FAKE_TEST_LAYOUT=DIR it also traces each launch of
  * cuLaunchKernel and cuLaunchKernelEx as iket would (capacity
  * FAKE_TEST_CAP, default 16; wrap mode when the module's build says so;
- * pinned host buffers with FAKE_TEST_HOST=1) and writes DIR/launch-N.bin
+ * pinned host buffers with FAKE_TEST_HOST=1; in the relaxed capture mode
+ * with FAKE_TEST_RELAXED=1) and writes DIR/launch-N.bin
  * (the warp buffers), DIR/launch-N.names and DIR/launch-N.txt. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -47,7 +48,20 @@ static CUfunction func_of(CUpti_CallbackId cbid, const void *p) {
                                             : ((const cuLaunchKernel_params *)p)->f;
 }
 
+static void layout_calls(CUpti_CallbackId cbid, const CUpti_CallbackData *cd);
+
+/* layout traces a launch; with FAKE_TEST_RELAXED=1 its calls run in the
+ * relaxed capture interaction mode, so that they do not invalidate the
+ * application's stream capture. */
 static void layout(CUpti_CallbackId cbid, const CUpti_CallbackData *cd) {
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  int relaxed = getenv("FAKE_TEST_RELAXED") != NULL;
+  if (relaxed && cuThreadExchangeStreamCaptureMode(&mode) != CUDA_SUCCESS) fprintf(out, "error exchange\n");
+  layout_calls(cbid, cd);
+  if (relaxed && cuThreadExchangeStreamCaptureMode(&mode) != CUDA_SUCCESS) fprintf(out, "error exchange\n");
+}
+
+static void layout_calls(CUpti_CallbackId cbid, const CUpti_CallbackData *cd) {
   const char *dir = getenv("FAKE_TEST_LAYOUT");
   unsigned g[3], b[3];
   grid_of(cbid, cd->functionParams, g, b);
@@ -107,6 +121,8 @@ static void layout(CUpti_CallbackId cbid, const CUpti_CallbackData *cd) {
   if ((f = fopen(path, "w")))
     fprintf(f, "%s %u %u %u %u %u %u %u %u %s\n", cd->symbolName, g[0], g[1], g[2], b[0], b[1],
             b[2], wpc, capacity, (state[6] & 1) ? "wrap" : "stop"), fclose(f);
+  state[0] = state[1] = 0; /* base 0 again: later launches write no freed buffer */
+  if (cuMemcpyHtoD_v2(st, state, sizeof state) != CUDA_SUCCESS) fprintf(out, "error reset\n");
   if (host_buf) cuMemFreeHost(host_buf), host_buf = NULL;
   else cuMemFree_v2(buf);
 }
