@@ -1,27 +1,57 @@
-// bench: the standalone harness that checks and times the Hopper kernels of
-// kernels/hopper with and without iket tracing, measures what one event costs,
-// and writes traced launches as .iket captures (docs/FORMAT.md section 5).
+// bench: a plain CUDA program that checks and times the Hopper kernels of
+// kernels/hopper (gemm.cu, pipeline.cu) and the event-cost loop of
+// eventcost.cu. It knows nothing of iket's buffers: tracing is done from
+// outside, by `iket run -- bench run ...` (docs/OVERHEAD.md).
 //
-// The kernels are loaded as cubins through the driver API (cuModuleLoadData),
-// one module per build, exactly as iket's runtime loads a module: the
-// instrumented build's iket_state and iket_name_table are found with
-// cuModuleGetGlobal. scripts/overhead.sh builds the cubins and runs the steps;
-// see docs/OVERHEAD.md for the method.
+// Each kernel build is a cubin, loaded through the driver API
+// (cuModuleLoadData) from --modules DIR as KERNEL_BUILD.cubin: BUILD is
+// "off" (built without IKET_ENABLE), "on" (-DIKET_ENABLE=1) or "dbg"
+// (bounded mbarrier waits, -DHOPPER_SPIN_LIMIT). scripts/overhead.sh builds
+// them and runs the steps.
 //
-//   bench STEP --modules DIR --out DIR [--work DIR] [--cublas FILE]
-//              [--rounds N] [--warmup N] [--quick] [--control DIR]
-//   STEP: check | trace | time | eventcost | selftest
-//   --control DIR: time's control is DIR's uninstrumented cubin instead of a
-//   second load of --modules' one, so a candidate change to a kernel is timed
-//   against the current kernel in the same rounds (its results are checked
-//   at each timed size like the other builds', but it is not dumped for the
-//   full-matrix comparison with torch; the control column and the JSON's
-//   control_ratio are then DIR's build / --modules' uninstrumented build,
-//   and settings.order names DIR). Only for time.
+//   bench check [--kernels all|pipeline|gemm] --modules DIR [--quick]
+//       every build (dbg, off, on) against references, on outputs poisoned
+//       with NaN: gemm against an fp64 sample, pipeline every element and
+//       row sum on the device and 32 rows on the host in double. The "on"
+//       build runs as a plain program runs it: its events execute but,
+//       with no buffers given by iket, store nothing.
+//   bench time [--kernels ...] --modules DIR --out DIR [--rounds N]
+//              [--warmup N] [--cublas FILE] [--control DIR] [--quick]
+//       the uninstrumented build against a control (the same cubin loaded a
+//       second time, or --control DIR's uninstrumented cubin, so a change to
+//       a kernel is timed against the current one in the same rounds), in
+//       rounds that alternate which goes first; CUDA events around one
+//       launch, L2 flushed before each call outside the events. Gemm beside
+//       cuBLAS (--cublas: torch_ref.py time's file), pipeline beside a
+//       device-to-device copy of the same bytes. Writes OUT/table-time.txt
+//       and OUT/bench-time.json.
+//   bench run --kernel gemm|pipeline --modules DIR [--build off|on|dbg]
+//             [--size N | --size MxNxK] [--launches N] [--check all|ends|none]
+//             [--no-flush] [--dump PREFIX]
+//       launches the kernel N times (default 21) on real data, each launch
+//       on poisoned outputs after an L2 flush (256 MiB written, unless
+//       --no-flush), waits for it, and checks its result (--check all, the
+//       default; ends: the first and last launch only). Gemm --size is the
+//       shape (default 4096: 4096x4096x4096), pipeline's the rows (default
+//       131072). --dump PREFIX (gemm) writes A, B and the last launch's C
+//       as PREFIX.a.bf16, PREFIX.b.bf16, PREFIX.c_BUILD.bf16 for
+//       torch_ref.py check. It times nothing itself: under
+//       `iket run --launch 1-20 --baseline 'bench run ... --build off' --
+//        bench run ... --build on` iket traces and times launches 1..20 of
+//       both builds and pairs them.
+//   bench eventcost --modules DIR --out DIR [--case latency|throughput|all]
+//                   [--quick]
+//       cycles per event: eventcost.cu's ev_loop from both builds, one warp
+//       (latency) and 64 warps per SM (throughput), %clock64 in the kernel.
+//       The instrumented loop costs what tracing costs only while its
+//       launches are traced (`iket run --kernel '^ev_loop$' --launch all
+//       --capacity ITERS+8 -- bench eventcost ...`); run alone, its events
+//       execute but store nothing. Writes OUT/eventcost-CASE.txt and
+//       OUT/bench-eventcost-CASE.json.
 //
-// Exit codes: 0 all checks passed; 1 a check failed (wrong results, drops,
-// slower than a hard limit is never a failure); 2 a CUDA call failed; 3 a
-// kernel did not finish within its watchdog limit; 64 bad usage.
+// Exit codes: 0 every check passed; 1 a check failed (wrong results; being
+// slower is never a failure); 2 a CUDA call failed; 3 a kernel did not
+// finish within its watchdog limit; 64 bad usage.
 //
 // Build: nvcc -O2 -std=c++17 -gencode=arch=compute_90a,code=sm_90a
 //        -o bench kernels/bench/bench.cu -lcuda
@@ -34,7 +64,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -111,23 +140,40 @@ struct Options {
   std::string step;
   std::string modules = ".";
   std::string out = "out";
-  std::string work = "/tmp/iket-bench";
-  std::string cublas;  // "size median_us" lines from torch_ref.py time
+  std::string cublas;   // "size median_us" lines from torch_ref.py time
   std::string control;  // --control DIR: the control's cubins ("": --modules)
   // control_dir is where time's control cubin comes from.
   std::string control_dir() const { return control.empty() ? modules : control; }
   int rounds = 9;
   int warmup = 3;
   bool quick = false;
-  std::string kernels = "all";  // --kernels all|pipeline|gemm
+  std::string kernels = "all";  // check, time: --kernels all|pipeline|gemm
   bool want(const char* k) const { return kernels == "all" || kernels == k; }
+  // run
+  std::string kernel;        // --kernel gemm|pipeline
+  std::string build = "off"; // --build: the cubin KERNEL_BUILD.cubin
+  std::string size;          // --size N or MxNxK ("": the kernel's default)
+  int launches = 21;
+  std::string check = "all";  // all | ends | none
+  bool flush = true;
+  std::string dump;  // --dump PREFIX (gemm)
+  // eventcost
+  std::string ev_case = "all";  // latency | throughput | all
+  // module is the path of KERNEL's cubin of the given build.
+  std::string module(const char* k, const std::string& b) const {
+    return modules + "/" + k + "_" + b + ".cubin";
+  }
 };
 
 static int usage() {
   fprintf(stderr,
-          "usage: bench check|trace|time|eventcost|selftest --modules DIR "
-          "--out DIR [--work DIR] [--cublas FILE] [--rounds N] [--warmup N] "
-          "[--quick] [--kernels all|pipeline|gemm] [--control DIR]\n");
+          "usage: bench check [--kernels all|pipeline|gemm] --modules DIR [--quick]\n"
+          "       bench time [--kernels all|pipeline|gemm] --modules DIR --out DIR\n"
+          "                  [--rounds N] [--warmup N] [--cublas FILE] [--control DIR] [--quick]\n"
+          "       bench run --kernel gemm|pipeline --modules DIR [--build off|on|dbg]\n"
+          "                 [--size N|MxNxK] [--launches N] [--check all|ends|none]\n"
+          "                 [--no-flush] [--dump PREFIX]\n"
+          "       bench eventcost --modules DIR --out DIR [--case latency|throughput|all] [--quick]\n");
   return 64;
 }
 
@@ -197,7 +243,7 @@ __global__ void pipeline_check(const float* in, const float* out,
   }
 }
 
-// ---- modules and iket buffers -----------------------------------------------
+// ---- modules ----------------------------------------------------------------
 
 struct Module {
   CUmodule mod = nullptr;
@@ -230,181 +276,7 @@ struct Module {
     }
     return f;
   }
-  bool global(const char* name, CUdeviceptr* p, size_t* bytes) const {
-    return cuModuleGetGlobal(p, bytes, mod, name) == CUDA_SUCCESS;
-  }
 };
-
-// docs/FORMAT.md section 2.
-struct IketState {
-  uint64_t base;
-  uint32_t capacity;
-  uint32_t wrap_mask;
-  uint32_t warps_per_cta;
-  uint32_t version;
-  uint32_t build;  // bit 0: wrap build, bit 1: safe lanes (set by the header)
-  uint32_t reserved;
-};
-static_assert(sizeof(IketState) == 32, "iket state is 32 bytes");
-
-static uint64_t stride_of(uint32_t cap) { return 64ull + 8ull * (cap + 1ull); }
-
-// Buffers of one traced configuration: warps slots of capacity records each,
-// stop mode.
-struct Trace {
-  CUdeviceptr state = 0;
-  std::string names;  // the module's iket_name_table
-  void* buf = nullptr;  // inside raw, not straddling a 4 GiB boundary
-  void* raw = nullptr;
-  uint32_t build = 0;
-  uint32_t version = 2;  // iket_state version of the attached module
-  uint64_t warps = 0;
-  uint32_t capacity = 0;
-  uint32_t warps_per_cta = 0;
-
-  void attach(const Module& m) {
-    size_t bytes = 0;
-    if (!m.global("iket_state", &state, &bytes) || bytes != sizeof(IketState)) {
-      fprintf(stderr, "FAIL: %s has no 32-byte iket_state (built without -DIKET_ENABLE=1?)\n",
-              m.path.c_str());
-      exit(2);
-    }
-    IketState st;
-    CU(cuMemcpyDtoH(&st, state, sizeof st));
-    build = st.build;
-    version = st.version;
-    if (version < 1 || version > 2) {
-      fprintf(stderr, "FAIL: %s: iket_state version %u, the bench knows versions 1 and 2\n",
-              m.path.c_str(), version);
-      exit(2);
-    }
-    if (build & 1u) {
-      fprintf(stderr, "FAIL: %s is a wrap build (IKET_WRAP); the bench records in stop mode\n",
-              m.path.c_str());
-      exit(2);
-    }
-    CUdeviceptr t;
-    if (!m.global("iket_name_table", &t, &bytes)) {
-      fprintf(stderr, "FAIL: %s has no iket_name_table\n", m.path.c_str());
-      exit(2);
-    }
-    std::vector<char> s(bytes + 1, 0);
-    CU(cuMemcpyDtoH(s.data(), t, bytes));
-    names = s.data();
-  }
-  // alloc sizes the buffers and points iket_state at them.
-  void alloc(uint64_t nwarps, uint32_t wpc, uint32_t cap) {
-    release();
-    warps = nwarps;
-    warps_per_cta = wpc;
-    capacity = cap;
-    // docs/FORMAT.md section 3: a launch's buffers must not straddle a
-    // 4 GiB boundary and must end 32 bytes below one. If the first
-    // allocation does not, one of twice the size (plus the margin) holds a
-    // part that does.
-    const uint64_t size = warps * stride_of(cap);
-    const uint64_t margin = 32;
-    auto straddles = [&](uint64_t p) { return (p >> 32) != ((p + size + margin - 1) >> 32); };
-    CK(cudaMalloc(&raw, size));
-    uint64_t a = (uint64_t)(uintptr_t)raw;
-    if (straddles(a)) {
-      if (size > (1ull << 31)) {
-        fprintf(stderr, "FAIL: %llu bytes of warp buffers: at most 2 GiB here\n",
-                (unsigned long long)size);
-        exit(2);
-      }
-      CK(cudaFree(raw));
-      CK(cudaMalloc(&raw, 2 * size + margin));
-      a = (uint64_t)(uintptr_t)raw;
-      const uint64_t b = ((a >> 32) + 1) << 32;
-      if (straddles(a)) a = b;
-    }
-    buf = (void*)(uintptr_t)a;
-    CK(cudaMemset(buf, 0, size));
-    CK(cudaDeviceSynchronize());
-    IketState st = {(uint64_t)(uintptr_t)buf, cap, 0xffffffffu, wpc, version, build, 0u};
-    CU(cuMemcpyHtoD(state, &st, sizeof st));
-  }
-  void clear() {
-    CK(cudaMemset(buf, 0, warps * stride_of(capacity)));
-    CK(cudaDeviceSynchronize());
-  }
-  void release() {
-    if (raw) CK(cudaFree(raw));
-    raw = nullptr;
-    buf = nullptr;
-  }
-  // Detach points iket_state at nothing (events go to the scratch slot).
-  void detach() {
-    IketState st = {0, 0, 0xffffffffu, 1u, 1u, build, 0u};
-    CU(cuMemcpyHtoD(state, &st, sizeof st));
-  }
-  std::vector<unsigned char> copy() const {
-    std::vector<unsigned char> h(warps * stride_of(capacity));
-    CK(cudaMemcpy(h.data(), buf, h.size(), cudaMemcpyDeviceToHost));
-    return h;
-  }
-};
-
-// Measurement settings of the gemm step (both off by default):
-// IKET_BENCH_CAP=N: the traced builds record into buffers of N records per
-// warp; events past it are counted, not stored (stop mode), and the drops
-// are allowed. With 0 the instrumented build runs every event's
-// instructions and stores nothing: the stores' share of the tracing cost.
-// IKET_BENCH_PARTIAL=1: warps that recorded nothing are allowed (a build
-// that records only some roles' events, GEMM_TRACE without bit 4, or
-// none at all, GEMM_TRACE=0: the start and exit records alone).
-static long bench_cap() {
-  const char* e = getenv("IKET_BENCH_CAP");
-  return e && *e ? atol(e) : -1;
-}
-static bool bench_partial() {
-  const char* e = getenv("IKET_BENCH_PARTIAL");
-  return e && *e && strcmp(e, "0") != 0;
-}
-
-// Checks the headers of the last launch: every warp started, finished,
-// recorded events and dropped none. relaxed (the gemm step under the
-// measurement settings above) allows drops when IKET_BENCH_CAP is set and
-// silent warps when IKET_BENCH_PARTIAL is; the message counts both.
-// Returns false with a message.
-static bool check_headers(const std::vector<unsigned char>& h, uint64_t warps,
-                          uint32_t cap, uint64_t* events, uint32_t* max_count,
-                          std::string* msg, bool relaxed = false) {
-  *events = 0;
-  *max_count = 0;
-  uint64_t bad = 0, drops = 0, silent = 0;
-  char first[256] = "";
-  for (uint64_t w = 0; w < warps; ++w) {
-    const unsigned char* p = h.data() + w * stride_of(cap);
-    uint32_t magic, count, flags;
-    memcpy(&magic, p, 4);
-    memcpy(&count, p + 56, 4);
-    memcpy(&flags, p + 60, 4);
-    // Flag bits 2 (lanes disagreed) and 3 (count saturated) must be clear.
-    if (count == 0) ++silent;
-    if (magic != 0x57454b49u || (flags & 0xfu) != 3u) {
-      if (bad++ == 0)
-        snprintf(first, sizeof first,
-                 "warp slot %llu: magic 0x%08x flags %u count %u",
-                 (unsigned long long)w, magic, flags, count);
-    }
-    if (count > cap) drops += count - cap;
-    *events += count;
-    *max_count = std::max(*max_count, count);
-  }
-  char b[512];
-  snprintf(b, sizeof b,
-           "%llu warps, %llu events, at most %u per warp (capacity %u), %llu "
-           "dropped, %llu recorded none, %llu bad headers%s%s",
-           (unsigned long long)warps, (unsigned long long)*events, *max_count,
-           cap, (unsigned long long)drops, (unsigned long long)silent,
-           (unsigned long long)bad, bad ? "; first: " : "", first);
-  *msg = b;
-  const bool drops_ok = drops == 0 || (relaxed && bench_cap() >= 0);
-  const bool silent_ok = silent == 0 || (relaxed && bench_partial());
-  return warps > 0 && bad == 0 && drops_ok && silent_ok;
-}
 
 // ---- timing -----------------------------------------------------------------
 
@@ -417,14 +289,14 @@ struct Samples {
     return v.size() % 2 ? v[v.size() / 2]
                         : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
   }
-  double min() const { return *std::min_element(us.begin(), us.end()); }
-  double max() const { return *std::max_element(us.begin(), us.end()); }
+  double min() const { return us.empty() ? 0 : *std::min_element(us.begin(), us.end()); }
+  double max() const { return us.empty() ? 0 : *std::max_element(us.begin(), us.end()); }
 };
 
 struct Timer {
   cudaStream_t st;
   cudaEvent_t a, b;
-  void* flush = nullptr;
+  void* flush_buf = nullptr;
   size_t flush_bytes = 256ull << 20;
   double limit_s = 20;
 
@@ -434,11 +306,13 @@ struct Timer {
     CK(cudaStreamCreate(&st));
     CK(cudaEventCreate(&a));
     CK(cudaEventCreate(&b));
-    CK(cudaMalloc(&flush, flush_bytes));
+    CK(cudaMalloc(&flush_buf, flush_bytes));
   }
+  // flush writes flush_bytes (more than the L2 holds) on the stream.
+  void flush(int tag) { CK(cudaMemsetAsync(flush_buf, tag & 0xff, flush_bytes, st)); }
   // One timed call: flush L2 (outside the events), then events around launch.
   double once(const std::function<void()>& launch, int tag, const char* what) {
-    CK(cudaMemsetAsync(flush, tag & 0xff, flush_bytes, st));
+    flush(tag);
     CK(cudaEventRecord(a, st));
     launch();
     CK(cudaEventRecord(b, st));
@@ -448,13 +322,11 @@ struct Timer {
     return ms * 1000.0;
   }
   // interleave times builds (a launch and where its times go): warm-up calls
-  // of each, then rounds that rotate which goes first (two builds
-  // alternate). gemm and pipeline timings pass three: the uninstrumented
-  // build, the instrumented one, and the control (a second load of the
-  // uninstrumented cubin: same code, its own module), whose ratio to the
-  // uninstrumented build is what two identical builds differ by in this run
-  // (the noise the instrumented ratio is read against); with --control,
-  // another directory's uninstrumented build instead.
+  // of each, then rounds that rotate which goes first. The time step passes
+  // two: the uninstrumented build and the control (a second load of the
+  // same cubin: same code, its own module, or with --control another
+  // directory's build), whose ratio to the first is what two identical
+  // builds differ by in this run.
   using Build = std::pair<std::function<void()>, Samples*>;
   void interleave(std::initializer_list<Build> list, int warmup, int rounds,
                   const char* what) {
@@ -509,151 +381,34 @@ static double paired_ratio(const Samples& a, const Samples& b) {
   return q.us.empty() ? 0 : q.median();
 }
 
-// g_control_dir is --control's DIR ("" without it), for latency_json.
-static std::string g_control_dir;
-
-// latency_json: ctl (the control: a second load of the uninstrumented
-// cubin, or --control's) may be null where none was timed.
-static std::string latency_json(const Samples& off, const Samples& on,
-                                int warmup, int rounds, size_t flush_bytes,
-                                const Samples* ctl = nullptr) {
+// timing_json: the uninstrumented build and its control, every round.
+static std::string timing_json(const Options& o, const Samples& off, const Samples& ctl,
+                               size_t flush_bytes) {
   const std::string order =
-      !ctl ? "uninstrumented and instrumented, alternating"
-      : g_control_dir.empty()
-          ? "uninstrumented, instrumented, control, rotating each round"
-          : "uninstrumented, instrumented, control (the uninstrumented cubin of " +
-                g_control_dir + "), rotating each round";
-  std::string c;
-  if (ctl)
-    c = ",\"control\":" + samples_json(*ctl) + ",\"control_ratio\":" +
-        std::to_string(ctl->median() / off.median()) +
-        ",\"control_paired_ratio\":" + std::to_string(paired_ratio(off, *ctl));
-  return "{\"uninstrumented\":" + samples_json(off) +
-         ",\"instrumented\":" + samples_json(on) + c +
-         ",\"ratio\":" + std::to_string(on.median() / off.median()) +
-         ",\"paired_ratio\":" + std::to_string(paired_ratio(off, on)) +
-         ",\"settings\":{\"warmup_calls\":" + std::to_string(warmup) +
-         ",\"rounds\":" + std::to_string(rounds) +
+      o.control.empty()
+          ? "uninstrumented, control (the same cubin loaded again), alternating"
+          : "uninstrumented, control (the uninstrumented cubin of " + o.control +
+                "), alternating";
+  return "{\"uninstrumented\":" + samples_json(off) + ",\"control\":" + samples_json(ctl) +
+         ",\"control_ratio\":" + std::to_string(ctl.median() / off.median()) +
+         ",\"control_paired_ratio\":" + std::to_string(paired_ratio(off, ctl)) +
+         ",\"settings\":{\"warmup_calls\":" + std::to_string(o.warmup) +
+         ",\"rounds\":" + std::to_string(o.rounds) +
          ",\"calls_per_round\":1,\"flush_l2\":true,\"flush_bytes\":" +
-         std::to_string(flush_bytes) +
-         ",\"interleaved\":true,\"order\":\"" + json_escape(order) +
-         "\",\"boundary\":\"" + json_escape(kBoundary) +
-         "\"}}";
-}
-
-// ---- .iket capture writer (docs/FORMAT.md section 5) ---------------------------
-
-struct LaunchInfo {
-  std::string kernel, source, names, latency;  // latency: JSON or ""
-  uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
-  uint32_t shared_bytes = 0, warps_per_cta = 0, capacity = 0;
-  uint32_t version = 2;  // record format (docs/FORMAT.md section 4)
-  uint64_t warps = 0;
-};
-
-static std::string names_json(const std::string& table, bool* ok) {
-  // "iket-names 1\nKIND name\n..."
-  *ok = false;
-  std::vector<std::string> lines;
-  size_t pos = 0;
-  while (pos < table.size()) {
-    size_t e = table.find('\n', pos);
-    if (e == std::string::npos) e = table.size();
-    lines.push_back(table.substr(pos, e - pos));
-    pos = e + 1;
-  }
-  if (lines.empty() || lines[0] != "iket-names 1") return "[]";
-  std::string o = "[";
-  for (size_t i = 1; i < lines.size(); ++i) {
-    const std::string& l = lines[i];
-    size_t sp = l.find(' ');
-    if (sp == std::string::npos) return "[]";
-    o += (i > 1 ? "," : "") + std::string("{\"id\":") + std::to_string(i) +
-         ",\"kind\":\"" + json_escape(l.substr(0, sp)) + "\",\"name\":\"" +
-         json_escape(l.substr(sp + 1)) + "\"}";
-  }
-  *ok = true;
-  return o + "]";
-}
-
-static std::string g_device_json = "null";
-
-static bool write_capture(const std::string& path, const LaunchInfo& li,
-                          const std::vector<unsigned char>& buffers) {
-  bool ok;
-  const std::string names = names_json(li.names, &ok);
-  if (!ok) {
-    fprintf(stderr, "FAIL: write %s: name table does not parse: %s\n",
-            path.c_str(), li.names.c_str());
-    return false;
-  }
-  char created[64];
-  time_t t = time(nullptr);
-  strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-  auto arr = [](const uint32_t v[3]) {
-    return "[" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," +
-           std::to_string(v[2]) + "]";
-  };
-  uint64_t offset = 0, prev = 1;
-  std::string meta;
-  while (offset != prev) {  // the offset's digits change the length: iterate
-    prev = offset;
-    meta = std::string("{\"version\":") + std::to_string(li.version) +
-           ",\"tool\":\"iket-bench\",\"created\":\"" +
-           created + "\"" +
-           (g_device_json != "null" ? ",\"device\":" + g_device_json : "") +
-           ",\"launches\":[{\"kernel\":\"" + json_escape(li.kernel) +
-           "\",\"source\":\"" + json_escape(li.source) +
-           "\",\"grid\":" + arr(li.grid) + ",\"block\":" + arr(li.block) +
-           ",\"shared_bytes\":" + std::to_string(li.shared_bytes) +
-           ",\"warps_per_cta\":" + std::to_string(li.warps_per_cta) +
-           ",\"warps\":" + std::to_string(li.warps) +
-           ",\"capacity\":" + std::to_string(li.capacity) +
-           ",\"mode\":\"stop\",\"names\":" + names +
-           ",\"offset\":" + std::to_string(offset) +
-           (li.latency.empty() ? "" : ",\"latency\":" + li.latency) + "}]}";
-    offset = (24 + meta.size() + 7) / 8 * 8;
-  }
-  if (buffers.size() != li.warps * stride_of(li.capacity)) {
-    fprintf(stderr, "FAIL: write %s: %zu buffer bytes, want %llu\n",
-            path.c_str(), buffers.size(),
-            (unsigned long long)(li.warps * stride_of(li.capacity)));
-    return false;
-  }
-  FILE* f = fopen(path.c_str(), "wb");
-  if (!f) {
-    fprintf(stderr, "FAIL: create %s: %s\n", path.c_str(), strerror(errno));
-    return false;
-  }
-  unsigned char hdr[24] = {'I', 'K', 'E', 'T', 'C', 'A', 'P', 0, (unsigned char)li.version,
-                           0, 0, 0, 0, 0, 0, 0};
-  const uint64_t mlen = meta.size();
-  memcpy(hdr + 16, &mlen, 8);  // little-endian host (x86-64)
-  bool w = fwrite(hdr, 1, 24, f) == 24 &&
-           fwrite(meta.data(), 1, meta.size(), f) == meta.size();
-  static const unsigned char zeros[8] = {0};
-  const size_t pad = offset - 24 - meta.size();
-  w = w && fwrite(zeros, 1, pad, f) == pad &&
-      fwrite(buffers.data(), 1, buffers.size(), f) == buffers.size();
-  if (fclose(f) != 0 || !w) {
-    fprintf(stderr, "FAIL: write %s: %s\n", path.c_str(), strerror(errno));
-    return false;
-  }
-  printf("wrote %s (%zu bytes of warp buffers, %llu warps, capacity %u)\n",
-         path.c_str(), buffers.size(), (unsigned long long)li.warps,
-         li.capacity);
-  return true;
+         std::to_string(flush_bytes) + ",\"interleaved\":true,\"order\":\"" +
+         json_escape(order) + "\",\"boundary\":\"" + json_escape(kBoundary) + "\"}}";
 }
 
 // ---- results ------------------------------------------------------------------
 
 struct Row {
   std::string kernel, size, perf, ref;
-  double off_us, on_us, ctl_us;  // medians; ctl: the control (0: none)
-  double paired;                 // paired_ratio(uninstrumented, instrumented)
+  double off_us, ctl_us;  // medians
+  double paired;          // paired_ratio(uninstrumented, control)
 };
 static std::vector<Row> g_rows;
 static std::string g_json;  // objects, comma separated
+static std::string g_device_json = "null";
 static bool g_failed = false;
 
 static void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -670,6 +425,18 @@ static void fail(const char* fmt, ...) {
 
 static void add_json(const std::string& obj) {
   g_json += (g_json.empty() ? "" : ",\n") + obj;
+}
+
+static bool write_file(const std::string& path, const void* d, size_t bytes) {
+  std::vector<char> h(bytes);
+  CK(cudaMemcpy(h.data(), d, bytes, cudaMemcpyDeviceToHost));
+  FILE* f = fopen(path.c_str(), "wb");
+  if (!f) {
+    fprintf(stderr, "FAIL: create %s: %s\n", path.c_str(), strerror(errno));
+    return false;
+  }
+  const bool ok = fwrite(h.data(), 1, bytes, f) == bytes;
+  return fclose(f) == 0 && ok;
 }
 
 // ---- the device ----------------------------------------------------------------
@@ -709,108 +476,105 @@ static void launch(CUfunction f, unsigned grid, unsigned block, unsigned smem,
                     nullptr));
 }
 
+// parse_int parses a decimal in [lo, 2^30].
+static bool parse_int(const std::string& s, int lo, int* v) {
+  char* end;
+  errno = 0;
+  const long x = strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end || errno || x < lo || x > 1 << 30) return false;
+  *v = (int)x;
+  return true;
+}
+
+// checked reports whether run launch i (of n) is checked.
+static bool checked(const Options& o, int i, int n) {
+  return o.check == "all" || (o.check == "ends" && (i == 0 || i == n - 1));
+}
+
 #include "bench_pipeline.cuh"
 #include "bench_gemm.cuh"
 #include "bench_eventcost.cuh"
 
-// ---- selftest: the capture writer, without a GPU --------------------------------
-
-static int selftest(const Options& o) {
-  LaunchInfo li;
-  li.kernel = "selftest";
-  li.source = "kernels/bench/bench.cu";
-  li.names = "iket-names 1\nROLE producer\nRANGE load\nMARK start\n";
-  li.grid[0] = 2;
-  li.block[0] = 64;
-  li.warps_per_cta = 2;
-  li.warps = 4;
-  li.capacity = 4;
-  li.version = 1;  // the records below put the tag in the high word
-  std::vector<unsigned char> buf(li.warps * stride_of(li.capacity), 0);
-  for (uint64_t w = 0; w < li.warps; ++w) {
-    unsigned char* p = buf.data() + w * stride_of(li.capacity);
-    const uint32_t magic = 0x57454b49u, smid = (uint32_t)w, cta = (uint32_t)(w / 2),
-                   warp = (uint32_t)(w % 2), count = 3, flags = 3;
-    const uint64_t gt0 = 1000000, clk0 = 5000, gt1 = 1000000 + 1000, clk1 = 5000 + 1980;
-    memcpy(p, &magic, 4);
-    memcpy(p + 4, &smid, 4);
-    memcpy(p + 8, &cta, 4);
-    memcpy(p + 20, &warp, 4);
-    memcpy(p + 24, &gt0, 8);
-    memcpy(p + 32, &clk0, 8);
-    memcpy(p + 40, &gt1, 8);
-    memcpy(p + 48, &clk1, 8);
-    memcpy(p + 56, &count, 4);
-    memcpy(p + 60, &flags, 4);
-    const uint64_t rec[3] = {
-        (6ull << 61) | (1ull << 48) | (uint32_t)(clk0 + 10),
-        (2ull << 61) | (2ull << 48) | (7ull << 32) | (uint32_t)(clk0 + 20),
-        (3ull << 61) | (uint32_t)(clk0 + 900)};
-    memcpy(p + 64, rec, sizeof rec);
-  }
-  Samples a, b;
-  a.us = {10, 11, 12};
-  b.us = {10.5, 11.5, 12.5};
-  li.latency = latency_json(a, b, 1, 3, 256ull << 20);
-  const std::string path = o.out + "/selftest.iket";
-  return write_capture(path, li, buf) ? 0 : 1;
-}
+// ---- main -----------------------------------------------------------------------
 
 int main(int argc, char** argv) {
   Options o;
   if (argc < 2) return usage();
   o.step = argv[1];
+  // Which flags each step takes.
+  const bool is_check = o.step == "check", is_time = o.step == "time",
+             is_run = o.step == "run", is_ev = o.step == "eventcost";
+  if (!is_check && !is_time && !is_run && !is_ev) {
+    fprintf(stderr, "bench: unknown step %s\n", o.step.c_str());
+    return usage();
+  }
   for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
+    const std::string a = argv[i];
     auto val = [&](std::string* dst) {
       if (i + 1 >= argc) return false;
       *dst = argv[++i];
       return true;
     };
+    auto only = [&](bool ok) {
+      if (!ok) fprintf(stderr, "bench: %s is not a flag of bench %s\n", a.c_str(), o.step.c_str());
+      return ok;
+    };
     std::string v;
+    bool ok = true;
     if (a == "--modules") {
-      if (!val(&o.modules)) return usage();
+      ok = val(&o.modules);
     } else if (a == "--out") {
-      if (!val(&o.out)) return usage();
-    } else if (a == "--work") {
-      if (!val(&o.work)) return usage();
+      ok = only(is_time || is_ev) && val(&o.out);
     } else if (a == "--cublas") {
-      if (!val(&o.cublas)) return usage();
+      ok = only(is_time) && val(&o.cublas);
     } else if (a == "--control") {
-      if (!val(&o.control)) return usage();
+      ok = only(is_time) && val(&o.control);
     } else if (a == "--rounds") {
-      if (!val(&v)) return usage();
-      o.rounds = atoi(v.c_str());
+      ok = only(is_time) && val(&v) && parse_int(v, 5, &o.rounds);
     } else if (a == "--warmup") {
-      if (!val(&v)) return usage();
-      o.warmup = atoi(v.c_str());
+      ok = only(is_time) && val(&v) && parse_int(v, 0, &o.warmup);
     } else if (a == "--quick") {
+      ok = only(is_check || is_time || is_ev);
       o.quick = true;
     } else if (a == "--kernels") {
-      if (!val(&o.kernels)) return usage();
-      if (o.kernels != "all" && o.kernels != "pipeline" && o.kernels != "gemm") {
-        fprintf(stderr, "bench: --kernels %s: want all, pipeline or gemm\n", o.kernels.c_str());
-        return 64;
-      }
+      ok = only(is_check || is_time) && val(&o.kernels) &&
+           (o.kernels == "all" || o.kernels == "pipeline" || o.kernels == "gemm");
+    } else if (a == "--kernel") {
+      ok = only(is_run) && val(&o.kernel) && (o.kernel == "pipeline" || o.kernel == "gemm");
+    } else if (a == "--build") {
+      ok = only(is_run) && val(&o.build) && !o.build.empty() &&
+           o.build.find('/') == std::string::npos;
+    } else if (a == "--size") {
+      ok = only(is_run) && val(&o.size);
+    } else if (a == "--launches") {
+      ok = only(is_run) && val(&v) && parse_int(v, 1, &o.launches);
+    } else if (a == "--check") {
+      ok = only(is_run) && val(&o.check) &&
+           (o.check == "all" || o.check == "ends" || o.check == "none");
+    } else if (a == "--no-flush") {
+      ok = only(is_run);
+      o.flush = false;
+    } else if (a == "--dump") {
+      ok = only(is_run) && val(&o.dump);
+    } else if (a == "--case") {
+      ok = only(is_ev) && val(&o.ev_case) &&
+           (o.ev_case == "all" || o.ev_case == "latency" || o.ev_case == "throughput");
     } else {
       fprintf(stderr, "bench: unknown flag %s\n", a.c_str());
+      ok = false;
+    }
+    if (!ok) {
+      fprintf(stderr, "bench %s: bad flag or value near %s\n", o.step.c_str(), a.c_str());
       return usage();
     }
   }
-  if (!o.control.empty() && o.step != "time") {
-    fprintf(stderr, "bench: --control is for the time step, not %s\n", o.step.c_str());
+  if (is_run && o.kernel.empty()) {
+    fprintf(stderr, "bench run: --kernel gemm or --kernel pipeline\n");
     return 64;
   }
-  g_control_dir = o.control;
-  if (o.rounds < 5) {
-    fprintf(stderr, "bench: --rounds %d: at least 5 rounds\n", o.rounds);
+  if (is_run && !o.dump.empty() && o.kernel != "gemm") {
+    fprintf(stderr, "bench run: --dump is for the gemm\n");
     return 64;
-  }
-  if (o.step == "selftest") return selftest(o);
-  if (o.step != "check" && o.step != "trace" && o.step != "time" &&
-      o.step != "eventcost") {
-    fprintf(stderr, "bench: unknown step %s\n", o.step.c_str());
-    return usage();
   }
 
   Device dev;
@@ -818,38 +582,38 @@ int main(int argc, char** argv) {
   Timer tm;
   tm.init();
 
-  if (o.step == "check") {
-    if (o.want("pipeline")) pipeline_step(o, dev, tm, /*check_only=*/true, /*trace=*/false);
-    if (o.want("gemm")) gemm_step(o, dev, tm, /*check_only=*/true, /*trace=*/false);
-  } else if (o.step == "trace") {
-    if (o.want("pipeline")) pipeline_step(o, dev, tm, false, true);
-    if (o.want("gemm")) gemm_step(o, dev, tm, false, true);
-  } else if (o.step == "time") {
-    if (o.want("pipeline")) pipeline_step(o, dev, tm, false, false);
-    if (o.want("gemm")) gemm_step(o, dev, tm, false, false);
-  } else if (o.step == "eventcost") {
-    eventcost_step(o, dev, tm);
+  if (is_check) {
+    if (o.want("pipeline")) pipeline_check_step(o, dev, tm);
+    if (o.want("gemm")) gemm_check_step(o, dev, tm);
+  } else if (is_time) {
+    if (o.want("pipeline")) pipeline_time_step(o, dev, tm);
+    if (o.want("gemm")) gemm_time_step(o, dev, tm);
+  } else if (is_run) {
+    if (o.kernel == "gemm") {
+      if (!gemm_run_step(o, dev, tm)) return 64;
+    } else if (!pipeline_run_step(o, dev, tm)) {
+      return 64;
+    }
   } else {
-    return usage();
+    eventcost_step(o, dev, tm);
   }
 
   if (!g_rows.empty()) {
     std::string t;
     char b[512];
-    // ratio: of the medians; paired: the median of the rounds' ratios,
-    // which a run whose rounds fall into a slow and a fast group moves less.
-    snprintf(b, sizeof b, "%-9s %-22s %12s %12s %7s %7s %7s %16s  %s\n", "kernel", "size",
-             "uninstr_us", "instr_us", "ratio", "paired", "control", "throughput",
-             "reference");
+    // control: the control's median / the uninstrumented median; paired:
+    // the median of the rounds' own ratios, which a run whose rounds fall
+    // into a slow and a fast group moves less.
+    snprintf(b, sizeof b, "%-9s %-22s %12s %12s %8s %7s %16s  %s\n", "kernel", "size",
+             "uninstr_us", "control_us", "control", "paired", "throughput", "reference");
     t += b;
     for (const Row& r : g_rows) {
-      snprintf(b, sizeof b, "%-9s %-22s %12.1f %12.1f %7.4f %7.4f %7.4f %16s  %s\n",
-               r.kernel.c_str(), r.size.c_str(), r.off_us, r.on_us, r.on_us / r.off_us,
-               r.paired, r.ctl_us / r.off_us, r.perf.c_str(), r.ref.c_str());
+      snprintf(b, sizeof b, "%-9s %-22s %12.1f %12.1f %8.4f %7.4f %16s  %s\n",
+               r.kernel.c_str(), r.size.c_str(), r.off_us, r.ctl_us, r.ctl_us / r.off_us,
+               r.paired, r.perf.c_str(), r.ref.c_str());
       t += b;
     }
-    if (!o.control.empty())
-      t += "control: the uninstrumented cubins of " + o.control + "\n";
+    if (!o.control.empty()) t += "control: the uninstrumented cubins of " + o.control + "\n";
     printf("\n%s", t.c_str());
     const std::string tp = o.out + "/table-" + o.step + ".txt";
     if (FILE* f = fopen(tp.c_str(), "w")) {
@@ -857,8 +621,9 @@ int main(int argc, char** argv) {
       fclose(f);
     }
   }
-  if (!g_json.empty()) {
-    const std::string jp = o.out + "/bench-" + o.step + ".json";
+  if (!g_json.empty() && (is_time || is_ev)) {
+    const std::string jp =
+        o.out + "/bench-" + o.step + (is_ev ? "-" + o.ev_case : std::string()) + ".json";
     if (FILE* f = fopen(jp.c_str(), "w")) {
       fprintf(f, "{\"device\":%s,\"step\":\"%s\",\"results\":[\n%s\n]}\n",
               g_device_json.c_str(), o.step.c_str(), g_json.c_str());
@@ -866,8 +631,7 @@ int main(int argc, char** argv) {
     }
   }
   if (g_failed) {
-    fprintf(stderr, "bench %s: FAILED (see CHECK FAILED lines above)\n",
-            o.step.c_str());
+    fprintf(stderr, "bench %s: FAILED (see CHECK FAILED lines above)\n", o.step.c_str());
     return 1;
   }
   printf("bench %s: all checks passed\n", o.step.c_str());

@@ -1,12 +1,11 @@
 // bench_gemm.cuh: the GEMM kernel's part of bench.cu (included there, not a
-// header of its own): tensor maps, correctness, timing and the traced launch.
+// header of its own): tensor maps, correctness, timing, and the plain run.
 //
 // Constants mirror kernels/hopper/gemm.cu.
 #define BG_BM 128
 #define BG_BN 256
 #define BG_BK 64
 #define BG_THREADS 384
-#define BG_WARPS 12
 // The ring, the epilogue's TMA-store buffers (8 warps x 2 x 2 KiB), alignment.
 #define BG_SMEM (4 * (128 * 64 * 2 + 256 * 64 * 2) + 8 * 2 * 2048 + 1024)
 
@@ -68,6 +67,8 @@ struct GemmRun {
     void* args[] = {&ta, &tb, &tc, &C, &M, &N, &K};
     launch(f, grid, BG_THREADS, BG_SMEM, st, args);
   }
+  // poison fills C with NaN, so a tile never written fails.
+  void poison() { CK(cudaMemsetAsync(C, 0xff, (size_t)M * N * 2, st)); }
 };
 
 // gemm_grid is the launch's CTA count: one per SM, or one per tile when the
@@ -84,22 +85,63 @@ static float bf16_to_f(uint16_t h) {
   return f;
 }
 
-// Host copies of A and B (as float) for the fp64 reference.
-struct GemmHost {
+// One shape's inputs and output on the device, and the fp64 reference of a
+// sample of C: 2048 random entries, all of row 0 and of the last column.
+struct GemmData {
   int M = 0, N = 0, K = 0;
-  std::vector<float> a, b;
+  __nv_bfloat16 *A = nullptr, *B = nullptr, *C = nullptr;
+  std::vector<std::pair<int, int>> idx;
+  std::vector<double> ref;
+
+  void alloc(int m, int n, int k, cudaStream_t st) {
+    M = m, N = n, K = k;
+    CK(cudaMalloc(&A, (size_t)M * K * 2));
+    CK(cudaMalloc(&B, (size_t)N * K * 2));
+    CK(cudaMalloc(&C, (size_t)M * N * 2));
+    fill_bf16<<<2048, 256, 0, st>>>(A, (size_t)M * K, 11u);
+    fill_bf16<<<2048, 256, 0, st>>>(B, (size_t)N * K, 22u);
+    CK(cudaGetLastError());
+    sync_watch(st, 30, "fill gemm inputs");
+    std::vector<float> a((size_t)M * K), b((size_t)N * K);
+    {
+      std::vector<uint16_t> t((size_t)std::max(M, N) * K);
+      CK(cudaMemcpy(t.data(), A, (size_t)M * K * 2, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < a.size(); ++i) a[i] = bf16_to_f(t[i]);
+      CK(cudaMemcpy(t.data(), B, (size_t)N * K * 2, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < b.size(); ++i) b[i] = bf16_to_f(t[i]);
+    }
+    std::mt19937 rng(777);
+    for (int s = 0; s < 2048; ++s) idx.push_back({(int)(rng() % M), (int)(rng() % N)});
+    for (int j = 0; j < N; ++j) idx.push_back({0, j});
+    for (int i = 0; i < M; ++i) idx.push_back({i, N - 1});
+    ref.resize(idx.size());
+    for (size_t s = 0; s < idx.size(); ++s) {
+      const float* ar = &a[(size_t)idx[s].first * K];
+      const float* br = &b[(size_t)idx[s].second * K];
+      double r = 0;
+      for (int kk = 0; kk < K; ++kk) r += (double)ar[kk] * br[kk];
+      ref[s] = r;
+    }
+  }
+  void release() {
+    CK(cudaFree(A));
+    CK(cudaFree(B));
+    CK(cudaFree(C));
+  }
+  // run is a launch of f over this data: one CTA per SM (or per tile).
+  GemmRun run(CUfunction f, int sms, cudaStream_t st) const {
+    return GemmRun{f, make_tmap(A, M, K, BG_BM), make_tmap(B, N, K, BG_BN),
+                   make_tmap(C, M, N, 16), C, M, N, K, st, gemm_grid(M, N, sms)};
+  }
 };
 
-static bool gemm_check_run(GemmRun& run, const GemmHost& h, const char* label,
-                           double limit_s) {
-  const int M = run.M, N = run.N, K = run.K;
-  CK(cudaMemsetAsync(run.C, 0xff, (size_t)M * N * 2, run.st));  // NaN
-  run();
-  char what[160];
-  snprintf(what, sizeof what, "gemm %s %dx%dx%d grid %u", label, M, N, K, run.grid);
-  sync_watch(run.st, limit_s, what);
-  std::vector<uint16_t> c((size_t)M * N);
-  CK(cudaMemcpy(c.data(), run.C, c.size() * 2, cudaMemcpyDeviceToHost));
+// Checks C of the launch that just finished: every output finite, the
+// sample against the fp64 reference (tolerance 2^-8*|ref| + 2e-3*sqrt(K)).
+// quiet: no line when correct.
+static bool gemm_verify(const GemmData& d, const char* what, bool quiet = false) {
+  const int N = d.N;
+  std::vector<uint16_t> c((size_t)d.M * N);
+  CK(cudaMemcpy(c.data(), d.C, c.size() * 2, cudaMemcpyDeviceToHost));
   bool ok = true;
   size_t nonfinite = 0, first_nf = 0;
   for (size_t i = 0; i < c.size(); ++i)
@@ -110,23 +152,14 @@ static bool gemm_check_run(GemmRun& run, const GemmHost& h, const char* label,
          what, nonfinite, c.size(), first_nf / N, first_nf % N);
     ok = false;
   }
-  // fp64 reference on a sample: 2048 random entries, all of row 0 and of
-  // the last column.
-  std::vector<std::pair<int, int>> idx;
-  std::mt19937 rng(777);
-  for (int s = 0; s < 2048; ++s) idx.push_back({(int)(rng() % M), (int)(rng() % N)});
-  for (int j = 0; j < N; ++j) idx.push_back({0, j});
-  for (int i = 0; i < M; ++i) idx.push_back({i, N - 1});
-  const double abs_tol = 2e-3 * std::sqrt((double)K);
+  const double abs_tol = 2e-3 * std::sqrt((double)d.K);
   size_t bad = 0;
   double worst = 0;
   int wi = 0, wj = 0;
   double wgot = 0, wwant = 0;
-  for (auto [i, j] : idx) {
-    const float* ar = &h.a[(size_t)i * K];
-    const float* br = &h.b[(size_t)j * K];
-    double ref = 0;
-    for (int k = 0; k < K; ++k) ref += (double)ar[k] * br[k];
+  for (size_t s = 0; s < d.idx.size(); ++s) {
+    const int i = d.idx[s].first, j = d.idx[s].second;
+    const double ref = d.ref[s];
     const double got = bf16_to_f(c[(size_t)i * N + j]);
     const double err = fabs(got - ref);
     const double tol = ref == ref ? std::ldexp(fabs(ref), -8) + abs_tol : 0;
@@ -141,24 +174,24 @@ static bool gemm_check_run(GemmRun& run, const GemmHost& h, const char* label,
       wi = i, wj = j, wgot = got, wwant = ref;
     }
   }
-  if (bad) fail("%s: %zu of %zu sampled entries wrong", what, bad, idx.size());
-  printf("gemm %-15s %5dx%5dx%5d grid %3u %s: %zu entries vs fp64, max error %.3g at [%d][%d] "
-         "(%.6g vs %.6g), tolerance 2^-8*|ref| + %.3g\n",
-         label, M, N, K, run.grid, ok ? "correct" : "WRONG", idx.size(), worst, wi, wj, wgot,
-         wwant, abs_tol);
+  if (bad) fail("%s: %zu of %zu sampled entries wrong", what, bad, d.idx.size());
+  if (!ok || !quiet)
+    printf("%s %s: %zu entries vs fp64, max error %.3g at [%d][%d] (%.6g vs %.6g), "
+           "tolerance 2^-8*|ref| + %.3g\n",
+           what, ok ? "correct" : "WRONG", d.idx.size(), worst, wi, wj, wgot, wwant, abs_tol);
   return ok;
 }
 
-static bool write_file(const std::string& path, const void* d, size_t bytes) {
-  std::vector<char> h(bytes);
-  CK(cudaMemcpy(h.data(), d, bytes, cudaMemcpyDeviceToHost));
-  FILE* f = fopen(path.c_str(), "wb");
-  if (!f) {
-    fprintf(stderr, "FAIL: create %s: %s\n", path.c_str(), strerror(errno));
-    return false;
-  }
-  const bool ok = fwrite(h.data(), 1, bytes, f) == bytes;
-  return fclose(f) == 0 && ok;
+// Runs once on a poisoned C and checks it.
+static bool gemm_check_run(GemmRun& run, const GemmData& d, const char* label,
+                           double limit_s) {
+  run.poison();
+  run();
+  char what[160];
+  snprintf(what, sizeof what, "gemm %-15s %5dx%5dx%5d grid %3u", label, run.M, run.N, run.K,
+           run.grid);
+  sync_watch(run.st, limit_s, what);
+  return gemm_verify(d, what);
 }
 
 static double cublas_us(const Options& o, int size) {
@@ -173,152 +206,71 @@ static double cublas_us(const Options& o, int size) {
   return found;
 }
 
-static void gemm_step(const Options& o, Device& dev, Timer& tm, bool check_only,
-                      bool trace) {
-  Module off, on, dbg, ctl;
-  off.load(o.modules + "/gemm_off.cubin");
-  on.load(o.modules + "/gemm_on.cubin");
-  // The timing's control: the uninstrumented cubin loaded a second time, or
-  // --control's (then checked like the others below).
-  const bool timing = !check_only && !trace;
-  if (timing) ctl.load(o.control_dir() + "/gemm_off.cubin");
-  Trace tr;
-  tr.attach(on);
-  struct Shape {
-    int M, N, K;
-  };
-  std::vector<Shape> sizes;
-  if (trace)
-    sizes = {{1024, 1024, 1024}};
-  else if (check_only)
-    sizes = {{384, 768, 320}, {1024, 1024, 1024}, {4096, 4096, 4096}};
-  else if (o.quick)
-    sizes = {{2048, 2048, 2048}};
-  else
-    sizes = {{4096, 4096, 4096}, {8192, 8192, 8192}};
+static CUfunction gemm_fn(const Module& m) {
+  CUfunction f = m.fn("gemm");
+  CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, BG_SMEM));
+  return f;
+}
 
-  std::vector<std::pair<const char*, Module*>> builds = {{"uninstrumented", &off},
-                                                         {"instrumented", &on}};
-  if (check_only) {
-    dbg.load(o.modules + "/gemm_dbg.cubin");
-    builds.insert(builds.begin(), {"debug", &dbg});
-  }
-  if (timing && !o.control.empty()) builds.push_back({"control", &ctl});
-  for (auto& b : builds)
-    CU(cuFuncSetAttribute(b.second->fn("gemm"),
-                          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, BG_SMEM));
-  if (timing)
-    CU(cuFuncSetAttribute(ctl.fn("gemm"), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                          BG_SMEM));
+static bool gemm_shape_ok(int M, int N, int K) {
+  if (M > 0 && N > 0 && K > 0 && M % BG_BM == 0 && N % BG_BN == 0 && K % BG_BK == 0)
+    return true;
+  fprintf(stderr, "gemm %dx%dx%d: the shape must be positive multiples of %d x %d x %d\n", M, N,
+          K, BG_BM, BG_BN, BG_BK);
+  return false;
+}
 
-  for (const Shape& sh : sizes) {
-    const int M = sh.M, N = sh.N, K = sh.K;
-    if (M % BG_BM || N % BG_BN || K % BG_BK) {
-      fail("gemm %dx%dx%d: shape must be multiples of %d x %d x %d", M, N, K, BG_BM,
-           BG_BN, BG_BK);
-      continue;
-    }
-    __nv_bfloat16 *A, *B, *C;
-    CK(cudaMalloc(&A, (size_t)M * K * 2));
-    CK(cudaMalloc(&B, (size_t)N * K * 2));
-    CK(cudaMalloc(&C, (size_t)M * N * 2));
-    fill_bf16<<<2048, 256, 0, tm.st>>>(A, (size_t)M * K, 11u);
-    fill_bf16<<<2048, 256, 0, tm.st>>>(B, (size_t)N * K, 22u);
-    CK(cudaGetLastError());
-    sync_watch(tm.st, 30, "fill gemm inputs");
-    GemmHost h;
-    h.M = M, h.N = N, h.K = K;
-    {
-      std::vector<uint16_t> t((size_t)std::max(M, N) * K);
-      CK(cudaMemcpy(t.data(), A, (size_t)M * K * 2, cudaMemcpyDeviceToHost));
-      h.a.resize((size_t)M * K);
-      for (size_t i = 0; i < h.a.size(); ++i) h.a[i] = bf16_to_f(t[i]);
-      CK(cudaMemcpy(t.data(), B, (size_t)N * K * 2, cudaMemcpyDeviceToHost));
-      h.b.resize((size_t)N * K);
-      for (size_t i = 0; i < h.b.size(); ++i) h.b[i] = bf16_to_f(t[i]);
-    }
-    // Records per warp: per tile, at most 4 per k step (2 NEXT records; 4
-    // with GEMM_NEXT=0's push/pop pairs) and a few at the tile's start and
-    // end; the role and slack once.
-    const int ktiles = K / BG_BK;
-    const unsigned grid = gemm_grid(M, N, dev.sms);
-    const int tiles = (M / BG_BM) * (N / BG_BN);
-    const int per_cta = (tiles + (int)grid - 1) / (int)grid;
-    const uint32_t cap =
-        bench_cap() >= 0 ? (uint32_t)bench_cap() : (uint32_t)(per_cta * (4 * ktiles + 8) + 16);
-    tr.alloc((uint64_t)grid * BG_WARPS, BG_WARPS, cap);
-    GemmRun r_off{off.fn("gemm"), make_tmap(A, M, K, BG_BM), make_tmap(B, N, K, BG_BN),
-                  make_tmap(C, M, N, 16), C, M, N, K, tm.st, grid};
-    GemmRun r_on = r_off;
-    r_on.f = on.fn("gemm");
+struct GemmShape {
+  int M, N, K;
+};
 
-    bool ok = true;
-    if (check_only) {
-      // A small grid makes every CTA walk several tiles, so the ring's
-      // phases carry across tiles at every shape (the instrumented build's
-      // buffers are sized for the real grid and run below).
-      for (auto& b : builds) {
-        if (b.second == &on) continue;
-        GemmRun r = r_off;
-        r.f = b.second->fn("gemm");
-        r.grid = std::min(grid, 7u);
-        ok = gemm_check_run(r, h, b.first, tm.limit_s) && ok;
-      }
-    }
+// check: every build at three shapes, on the full grid and on a grid of 7
+// CTAs, so that every CTA walks several tiles and the ring's phases carry
+// across tiles at every shape.
+static void gemm_check_step(const Options& o, Device& dev, Timer& tm) {
+  Module dbg, off, on;
+  dbg.load(o.module("gemm", "dbg"));
+  off.load(o.module("gemm", "off"));
+  on.load(o.module("gemm", "on"));
+  const std::vector<std::pair<const char*, CUfunction>> builds = {
+      {"debug", gemm_fn(dbg)}, {"uninstrumented", gemm_fn(off)}, {"instrumented", gemm_fn(on)}};
+  const std::vector<GemmShape> sizes = {{384, 768, 320}, {1024, 1024, 1024}, {4096, 4096, 4096}};
+  for (const GemmShape& sh : sizes) {
+    GemmData d;
+    d.alloc(sh.M, sh.N, sh.K, tm.st);
     for (auto& b : builds) {
-      GemmRun r = r_off;
-      r.f = b.second->fn("gemm");
-      ok = gemm_check_run(r, h, b.first, tm.limit_s) && ok;
+      GemmRun r = d.run(b.second, dev.sms, tm.st);
+      const unsigned full = r.grid;
+      r.grid = std::min(full, 7u);
+      gemm_check_run(r, d, b.first, tm.limit_s);
+      r.grid = full;
+      gemm_check_run(r, d, b.first, tm.limit_s);
     }
-    {
-      std::string msg;
-      uint64_t events;
-      uint32_t maxc;
-      const bool hok = check_headers(tr.copy(), tr.warps, cap, &events, &maxc, &msg, true);
-      printf("gemm instrumented %dx%dx%d trace: %s\n", M, N, K, msg.c_str());
-      if (!hok) fail("gemm %dx%dx%d: trace buffers: %s", M, N, K, msg.c_str());
-      ok = ok && hok;
-    }
+    d.release();
+  }
+}
 
-    if (ok && trace) {
-      tr.clear();
-      r_on();
-      sync_watch(tm.st, tm.limit_s, "gemm traced launch");
-      std::vector<unsigned char> bufs = tr.copy();
-      std::string msg;
-      uint64_t events;
-      uint32_t maxc;
-      if (!check_headers(bufs, tr.warps, cap, &events, &maxc, &msg, true)) {
-        fail("gemm traced launch: %s", msg.c_str());
-      } else {
-        Samples s_off, s_on;
-        tm.interleave({{r_off, &s_off}, {r_on, &s_on}}, o.warmup, o.rounds,
-                      "gemm trace timing");
-        LaunchInfo li;
-        li.kernel = "gemm";
-        li.source = "kernels/hopper/gemm.cu";
-        li.names = tr.names;
-        li.version = tr.version;
-        li.grid[0] = grid;
-        li.block[0] = BG_THREADS;
-        li.shared_bytes = BG_SMEM;
-        li.warps_per_cta = BG_WARPS;
-        li.warps = tr.warps;
-        li.capacity = cap;
-        li.latency = latency_json(s_off, s_on, o.warmup, o.rounds, tm.flush_bytes);
-        if (!write_capture(o.out + "/trace-gemm.iket", li, bufs)) g_failed = true;
-      }
-    } else if (ok && !check_only) {
-      Samples s_off, s_on, s_ctl;
-      GemmRun r_ctl = r_off;
-      r_ctl.f = ctl.fn("gemm");
-      tm.interleave({{r_off, &s_off}, {r_on, &s_on}, {r_ctl, &s_ctl}},
-                    o.warmup, o.rounds, "gemm timing");
-      std::string msg;
-      uint64_t events;
-      uint32_t maxc;
-      if (!check_headers(tr.copy(), tr.warps, cap, &events, &maxc, &msg, true))
-        fail("gemm timing: instrumented launch: %s", msg.c_str());
+// time: the uninstrumented build against its control at the timed shapes,
+// after a check of both, beside cuBLAS.
+static void gemm_time_step(const Options& o, Device& dev, Timer& tm) {
+  Module off, ctl;
+  off.load(o.module("gemm", "off"));
+  ctl.load(o.control_dir() + "/gemm_off.cubin");
+  const CUfunction f_off = gemm_fn(off), f_ctl = gemm_fn(ctl);
+  std::vector<GemmShape> sizes = {{4096, 4096, 4096}, {8192, 8192, 8192}};
+  if (o.quick) sizes = {{2048, 2048, 2048}};
+  for (const GemmShape& sh : sizes) {
+    const int M = sh.M, N = sh.N, K = sh.K;
+    GemmData d;
+    d.alloc(M, N, K, tm.st);
+    GemmRun r_off = d.run(f_off, dev.sms, tm.st);
+    GemmRun r_ctl = r_off;
+    r_ctl.f = f_ctl;
+    bool ok = gemm_check_run(r_off, d, "uninstrumented", tm.limit_s);
+    ok = gemm_check_run(r_ctl, d, "control", tm.limit_s) && ok;
+    if (ok) {
+      Samples s_off, s_ctl;
+      tm.interleave({{r_off, &s_off}, {r_ctl, &s_ctl}}, o.warmup, o.rounds, "gemm timing");
       const double flops = 2.0 * M * N * K;
       const double tf = flops / (s_off.median() * 1e-6) / 1e12;
       const double cb = cublas_us(o, M == N && N == K ? M : -1);
@@ -330,36 +282,70 @@ static void gemm_step(const Options& o, Device& dev, Timer& tm, bool check_only,
                  100.0 * cb / s_off.median(), cb, flops / (cb * 1e-6) / 1e12);
       else
         snprintf(ref, sizeof ref, "no cuBLAS timing (run kernels/bench/torch_ref.py time)");
-      g_rows.push_back(
-          {"gemm", size, perf, ref, s_off.median(), s_on.median(), s_ctl.median(),
-           paired_ratio(s_off, s_on)});
+      g_rows.push_back({"gemm", size, perf, ref, s_off.median(), s_ctl.median(),
+                        paired_ratio(s_off, s_ctl)});
       add_json("{\"kernel\":\"gemm\",\"m\":" + std::to_string(M) + ",\"n\":" +
-               std::to_string(N) + ",\"k\":" + std::to_string(K) +
-               ",\"tflops\":" + std::to_string(tf) + ",\"cublas_us\":" +
-               std::to_string(cb) + ",\"latency\":" +
-               latency_json(s_off, s_on, o.warmup, o.rounds, tm.flush_bytes, &s_ctl) +
-               ",\"trace\":\"" + json_escape(msg) + "\"}");
-      // The full-matrix check against torch runs on these dumps.
-      if (M == 4096 || o.quick) {
-        const std::string d = o.work + "/gemm" + std::to_string(M);
-        bool w = write_file(d + ".a.bf16", A, (size_t)M * K * 2) &&
-                 write_file(d + ".b.bf16", B, (size_t)N * K * 2);
-        r_off();
-        sync_watch(tm.st, tm.limit_s, "gemm dump uninstrumented");
-        w = w && write_file(d + ".c_off.bf16", C, (size_t)M * N * 2);
-        r_on();
-        sync_watch(tm.st, tm.limit_s, "gemm dump instrumented");
-        w = w && write_file(d + ".c_on.bf16", C, (size_t)M * N * 2);
-        if (!w)
-          fail("gemm: could not write the dumps under %s", o.work.c_str());
-        else
-          printf("gemm %dx%dx%d: dumped A, B and both builds' C to %s.*.bf16\n", M, N,
-                 K, d.c_str());
-      }
+               std::to_string(N) + ",\"k\":" + std::to_string(K) + ",\"tflops\":" +
+               std::to_string(tf) + ",\"cublas_us\":" + std::to_string(cb) +
+               ",\"latency\":" + timing_json(o, s_off, s_ctl, tm.flush_bytes) + "}");
     }
-    tr.release();
-    CK(cudaFree(A));
-    CK(cudaFree(B));
-    CK(cudaFree(C));
+    d.release();
   }
+}
+
+// run: --launches launches of one build, each on a poisoned C after an L2
+// flush, each waited for and (--check) checked; --dump writes the inputs
+// and the last launch's C. False: bad usage.
+static bool gemm_run_step(const Options& o, Device& dev, Timer& tm) {
+  GemmShape sh = {4096, 4096, 4096};
+  if (!o.size.empty()) {
+    int n = 0;
+    char extra = 0;
+    if (sscanf(o.size.c_str(), "%dx%dx%d%c", &sh.M, &sh.N, &sh.K, &extra) == 3) {
+      // MxNxK
+    } else if (parse_int(o.size, 1, &n)) {
+      sh = {n, n, n};
+    } else {
+      fprintf(stderr, "bench run: gemm --size %s: want N or MxNxK\n", o.size.c_str());
+      return false;
+    }
+  }
+  if (!gemm_shape_ok(sh.M, sh.N, sh.K)) return false;
+  Module m;
+  m.load(o.module("gemm", o.build));
+  GemmData d;
+  d.alloc(sh.M, sh.N, sh.K, tm.st);
+  GemmRun r = d.run(gemm_fn(m), dev.sms, tm.st);
+  printf("gemm run: %s, %dx%dx%d bf16, grid %u, %d launches, check %s, %s\n", m.path.c_str(),
+         sh.M, sh.N, sh.K, r.grid, o.launches, o.check.c_str(),
+         o.flush ? "L2 flushed before each" : "no L2 flush");
+  int nchecked = 0, nbad = 0;
+  for (int i = 0; i < o.launches; ++i) {
+    r.poison();
+    if (o.flush) tm.flush(i);
+    r();
+    char what[160];
+    snprintf(what, sizeof what, "gemm %s %dx%dx%d launch %d", o.build.c_str(), sh.M, sh.N, sh.K,
+             i);
+    sync_watch(tm.st, tm.limit_s, what);
+    if (checked(o, i, o.launches)) {
+      ++nchecked;
+      if (!gemm_verify(d, what, /*quiet=*/i != 0)) ++nbad;
+    }
+  }
+  printf("gemm run: %d launches, %d checked, %d wrong\n", o.launches, nchecked, nbad);
+  if (!o.dump.empty()) {
+    // torch_ref.py check reads PREFIX.{a,b,c_off,c_on}.bf16.
+    const std::string& p = o.dump;
+    const bool w = write_file(p + ".a.bf16", d.A, (size_t)sh.M * sh.K * 2) &&
+                   write_file(p + ".b.bf16", d.B, (size_t)sh.N * sh.K * 2) &&
+                   write_file(p + ".c_" + o.build + ".bf16", d.C, (size_t)sh.M * sh.N * 2);
+    if (!w)
+      fail("gemm run: could not write the dumps %s.*.bf16", p.c_str());
+    else
+      printf("gemm run: dumped A, B and the last launch's C to %s.{a,b,c_%s}.bf16\n", p.c_str(),
+             o.build.c_str());
+  }
+  d.release();
+  return true;
 }

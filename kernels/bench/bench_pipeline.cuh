@@ -1,43 +1,34 @@
 // bench_pipeline.cuh: the pipeline kernel's part of bench.cu (included there,
-// not a header of its own): correctness, timing and the traced launch.
+// not a header of its own): correctness, timing, and the plain run.
 //
 // Constants mirror kernels/hopper/pipeline.cu.
 #define BP_ROW 4096
 #define BP_THREADS 160
-#define BP_WARPS 5
 #define BP_SMEM (8 * 4096 * 4)
 
 struct PipelineRun {
   CUfunction f;
   float *in, *out, *rowsum;
   int rows, grid;
-  float scale = 1.5f, bias = -0.25f;
   cudaStream_t st;
+  float scale = 1.5f, bias = -0.25f;
   void operator()() {
     void* args[] = {&in, &out, &rowsum, &rows, &scale, &bias};
     launch(f, grid, BP_THREADS, BP_SMEM, st, args);
   }
+  // poison fills the outputs with NaN, so a row never written fails.
+  void poison() {
+    CK(cudaMemsetAsync(out, 0xff, (size_t)rows * BP_ROW * 4, st));
+    CK(cudaMemsetAsync(rowsum, 0xff, (size_t)rows * 4, st));
+  }
 };
 
-// Capacity so that no warp drops: the producer records 1 + 4 events per row
-// of its CTA, a consumer 1 + 6 per row it owns.
-static uint32_t pipeline_capacity(int rows, int grid) {
-  const int local = (rows + grid - 1) / grid;
-  return (uint32_t)(4 * local + 16);
-}
-
-// Runs once on fresh (NaN-poisoned) outputs and checks everything: every
-// element and row sum on the device, a sample of rows on the host in double.
-static bool pipeline_check_run(PipelineRun& run, const char* label,
-                               double limit_s) {
+// Checks the outputs of the launch that just finished: every element and row
+// sum on the device, a sample of rows on the host in double. quiet: no line
+// when correct.
+static bool pipeline_verify(PipelineRun& run, const char* what, double limit_s,
+                            bool quiet = false) {
   const size_t n = (size_t)run.rows * BP_ROW;
-  CK(cudaMemsetAsync(run.out, 0xff, n * 4, run.st));
-  CK(cudaMemsetAsync(run.rowsum, 0xff, (size_t)run.rows * 4, run.st));
-  run();
-  char what[128];
-  snprintf(what, sizeof what, "pipeline %s rows=%d", label, run.rows);
-  sync_watch(run.st, limit_s, what);
-
   unsigned long long* d;
   CK(cudaMalloc(&d, 4 * sizeof(unsigned long long)));
   unsigned long long init[4] = {0, 0, ~0ull, ~0ull};
@@ -85,134 +76,92 @@ static bool pipeline_check_run(PipelineRun& run, const char* label,
       ok = false;
     }
   }
-  printf("pipeline %-13s rows=%-7d %s\n", label, run.rows,
-         ok ? "correct (all elements and row sums on the device, 32 rows on the host)"
-            : "WRONG");
+  if (!ok || !quiet)
+    printf("%s: %s\n", what,
+           ok ? "correct (all elements and row sums on the device, 32 rows on the host)"
+              : "WRONG");
   return ok;
 }
 
-static void pipeline_step(const Options& o, Device& dev, Timer& tm,
-                          bool check_only, bool trace) {
-  Module off, on, dbg, ctl;
-  off.load(o.modules + "/pipeline_off.cubin");
-  on.load(o.modules + "/pipeline_on.cubin");
-  // The timing's control: the uninstrumented cubin loaded a second time, or
-  // --control's (then checked like the others below).
-  const bool timing = !check_only && !trace;
-  if (timing) ctl.load(o.control_dir() + "/pipeline_off.cubin");
-  Trace tr;
-  tr.attach(on);
-  const int grid = dev.sms;
-  std::vector<int> sizes;
-  if (trace)
-    sizes = {grid * 8};
-  else if (check_only)
-    sizes = {grid * 3 + 5, o.quick ? 8192 : 131072};
-  else
-    sizes = {o.quick ? 8192 : 131072};
-  const int max_rows = *std::max_element(sizes.begin(), sizes.end());
+// Runs once on poisoned outputs and checks everything.
+static bool pipeline_check_run(PipelineRun& run, const char* label, double limit_s) {
+  run.poison();
+  run();
+  char what[128];
+  snprintf(what, sizeof what, "pipeline %-14s rows=%-7d", label, run.rows);
+  sync_watch(run.st, limit_s, what);
+  return pipeline_verify(run, what, limit_s);
+}
 
-  float *in, *out, *rowsum;
-  CK(cudaMalloc(&in, (size_t)max_rows * BP_ROW * 4));
-  CK(cudaMalloc(&out, (size_t)max_rows * BP_ROW * 4));
-  CK(cudaMalloc(&rowsum, (size_t)max_rows * 4));
-  fill_f32<<<4096, 256, 0, tm.st>>>(in, (size_t)max_rows * BP_ROW, 1u);
-  CK(cudaGetLastError());
-  sync_watch(tm.st, 30, "fill pipeline input");
-
-  std::vector<std::pair<const char*, Module*>> builds = {{"uninstrumented", &off},
-                                                         {"instrumented", &on}};
-  if (check_only) {
-    dbg.load(o.modules + "/pipeline_dbg.cubin");
-    builds.insert(builds.begin(), {"debug", &dbg});
+struct PipelineData {
+  float *in = nullptr, *out = nullptr, *rowsum = nullptr;
+  void alloc(int rows, cudaStream_t st) {
+    CK(cudaMalloc(&in, (size_t)rows * BP_ROW * 4));
+    CK(cudaMalloc(&out, (size_t)rows * BP_ROW * 4));
+    CK(cudaMalloc(&rowsum, (size_t)rows * 4));
+    fill_f32<<<4096, 256, 0, st>>>(in, (size_t)rows * BP_ROW, 1u);
+    CK(cudaGetLastError());
+    sync_watch(st, 30, "fill pipeline input");
   }
-  if (timing && !o.control.empty()) builds.push_back({"control", &ctl});
-  for (auto& b : builds)
-    CU(cuFuncSetAttribute(b.second->fn("pipeline"),
-                          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, BP_SMEM));
-  if (timing)
-    CU(cuFuncSetAttribute(ctl.fn("pipeline"),
-                          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, BP_SMEM));
+  void release() {
+    CK(cudaFree(in));
+    CK(cudaFree(out));
+    CK(cudaFree(rowsum));
+  }
+};
 
-  for (int rows : sizes) {
-    const uint32_t cap = trace ? 64u : pipeline_capacity(rows, grid);
-    if (trace && pipeline_capacity(rows, grid) > cap) {
-      fail("pipeline trace: capacity %u too small for %d rows", cap, rows);
-      return;
-    }
-    tr.alloc((uint64_t)grid * BP_WARPS, BP_WARPS, cap);
-    PipelineRun r_off{off.fn("pipeline"), in, out, rowsum, rows, grid};
-    PipelineRun r_on{on.fn("pipeline"), in, out, rowsum, rows, grid};
-    r_off.st = r_on.st = tm.st;
+static CUfunction pipeline_fn(const Module& m) {
+  CUfunction f = m.fn("pipeline");
+  CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, BP_SMEM));
+  return f;
+}
 
-    // Correctness of every build first.
-    bool ok = true;
+// check: every build at a size that leaves CTAs with different row counts
+// and at the timed size.
+static void pipeline_check_step(const Options& o, Device& dev, Timer& tm) {
+  Module dbg, off, on;
+  dbg.load(o.module("pipeline", "dbg"));
+  off.load(o.module("pipeline", "off"));
+  on.load(o.module("pipeline", "on"));
+  const std::vector<std::pair<const char*, CUfunction>> builds = {
+      {"debug", pipeline_fn(dbg)}, {"uninstrumented", pipeline_fn(off)},
+      {"instrumented", pipeline_fn(on)}};
+  const int grid = dev.sms;
+  const std::vector<int> sizes = {grid * 3 + 5, o.quick ? 8192 : 131072};
+  PipelineData d;
+  d.alloc(*std::max_element(sizes.begin(), sizes.end()), tm.st);
+  for (int rows : sizes)
     for (auto& b : builds) {
-      PipelineRun r = r_off;
-      r.f = b.second->fn("pipeline");
-      ok = pipeline_check_run(r, b.first, tm.limit_s) && ok;
+      PipelineRun r{b.second, d.in, d.out, d.rowsum, rows, grid, tm.st};
+      pipeline_check_run(r, b.first, tm.limit_s);
     }
-    {
-      std::string msg;
-      uint64_t events;
-      uint32_t maxc;
-      const bool hok = check_headers(tr.copy(), tr.warps, cap, &events, &maxc, &msg);
-      printf("pipeline instrumented rows=%d trace: %s\n", rows, msg.c_str());
-      if (!hok) fail("pipeline rows=%d: trace buffers: %s", rows, msg.c_str());
-      ok = ok && hok;
-    }
-    if (check_only || !ok) continue;
+  d.release();
+}
 
-    if (trace) {
-      // The committed capture: one clean traced launch, then its latency.
-      tr.clear();
-      r_on();
-      sync_watch(tm.st, tm.limit_s, "pipeline traced launch");
-      std::vector<unsigned char> bufs = tr.copy();
-      std::string msg;
-      uint64_t events;
-      uint32_t maxc;
-      if (!check_headers(bufs, tr.warps, cap, &events, &maxc, &msg)) {
-        fail("pipeline traced launch: %s", msg.c_str());
-        continue;
-      }
-      Samples s_off, s_on;
-      tm.interleave({{r_off, &s_off}, {r_on, &s_on}}, o.warmup, o.rounds,
-                    "pipeline trace timing");
-      LaunchInfo li;
-      li.kernel = "pipeline";
-      li.source = "kernels/hopper/pipeline.cu";
-      li.names = tr.names;
-      li.version = tr.version;
-      li.grid[0] = grid;
-      li.block[0] = BP_THREADS;
-      li.shared_bytes = BP_SMEM;
-      li.warps_per_cta = BP_WARPS;
-      li.warps = tr.warps;
-      li.capacity = cap;
-      li.latency = latency_json(s_off, s_on, o.warmup, o.rounds, tm.flush_bytes);
-      if (!write_capture(o.out + "/trace-pipeline.iket", li, bufs))
-        g_failed = true;
-      continue;
-    }
-
-    // Timing: the copy engine's device-to-device bandwidth with the same
-    // method, then both builds interleaved.
+// time: the uninstrumented build against its control, after a check of
+// both, beside the copy engine's device-to-device bandwidth.
+static void pipeline_time_step(const Options& o, Device& dev, Timer& tm) {
+  Module off, ctl;
+  off.load(o.module("pipeline", "off"));
+  ctl.load(o.control_dir() + "/pipeline_off.cubin");
+  const int grid = dev.sms;
+  const int rows = o.quick ? 8192 : 131072;
+  PipelineData d;
+  d.alloc(rows, tm.st);
+  PipelineRun r_off{pipeline_fn(off), d.in, d.out, d.rowsum, rows, grid, tm.st};
+  PipelineRun r_ctl = r_off;
+  r_ctl.f = pipeline_fn(ctl);
+  bool ok = pipeline_check_run(r_off, "uninstrumented", tm.limit_s);
+  ok = pipeline_check_run(r_ctl, "control", tm.limit_s) && ok;
+  if (ok) {
     const size_t bytes = (size_t)rows * BP_ROW * 4;
     Samples s_cp, s_cp2;
-    auto copy = [&]() { CK(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, tm.st)); };
+    auto copy = [&]() {
+      CK(cudaMemcpyAsync(d.out, d.in, bytes, cudaMemcpyDeviceToDevice, tm.st));
+    };
     tm.interleave({{copy, &s_cp}, {copy, &s_cp2}}, 1, 5, "device copy timing");
-    Samples s_off, s_on, s_ctl;
-    PipelineRun r_ctl = r_off;
-    r_ctl.f = ctl.fn("pipeline");
-    tm.interleave({{r_off, &s_off}, {r_on, &s_on}, {r_ctl, &s_ctl}},
-                    o.warmup, o.rounds, "pipeline timing");
-    // The timed launches must not have dropped anything either.
-    std::string msg;
-    uint64_t events;
-    uint32_t maxc;
-    if (!check_headers(tr.copy(), tr.warps, cap, &events, &maxc, &msg))
-      fail("pipeline timing: instrumented launch: %s", msg.c_str());
+    Samples s_off, s_ctl;
+    tm.interleave({{r_off, &s_off}, {r_ctl, &s_ctl}}, o.warmup, o.rounds, "pipeline timing");
     const double tb_s = 2.0 * bytes / (s_off.median() * 1e-6) / 1e12;
     const double cp_tb_s = 2.0 * bytes / (s_cp.median() * 1e-6) / 1e12;
     char size[64], perf[64], ref[128];
@@ -220,18 +169,48 @@ static void pipeline_step(const Options& o, Device& dev, Timer& tm,
     snprintf(perf, sizeof perf, "%.3f TB/s", tb_s);
     snprintf(ref, sizeof ref, "%.1f%% of 4.28 TB/s (memcpy here %.3f TB/s: %.1f%%)",
              100.0 * tb_s / 4.28, cp_tb_s, 100.0 * tb_s / cp_tb_s);
-    g_rows.push_back(
-        {"pipeline", size, perf, ref, s_off.median(), s_on.median(), s_ctl.median(),
-           paired_ratio(s_off, s_on)});
+    g_rows.push_back({"pipeline", size, perf, ref, s_off.median(), s_ctl.median(),
+                      paired_ratio(s_off, s_ctl)});
     add_json("{\"kernel\":\"pipeline\",\"rows\":" + std::to_string(rows) +
              ",\"cols\":" + std::to_string(BP_ROW) + ",\"bytes_moved\":" +
              std::to_string(2 * bytes) + ",\"tb_per_s\":" + std::to_string(tb_s) +
-             ",\"memcpy\":" + samples_json(s_cp) + ",\"latency\":" +
-             latency_json(s_off, s_on, o.warmup, o.rounds, tm.flush_bytes, &s_ctl) +
-             ",\"trace\":\"" + json_escape(msg) + "\"}");
+             ",\"memcpy\":" + samples_json(s_cp) +
+             ",\"latency\":" + timing_json(o, s_off, s_ctl, tm.flush_bytes) + "}");
   }
-  tr.release();
-  CK(cudaFree(in));
-  CK(cudaFree(out));
-  CK(cudaFree(rowsum));
+  d.release();
+}
+
+// run: --launches launches of one build, each on poisoned outputs after an
+// L2 flush, each waited for and (--check) checked. False: bad usage.
+static bool pipeline_run_step(const Options& o, Device& dev, Timer& tm) {
+  int rows = 131072;
+  if (!o.size.empty() && !parse_int(o.size, 1, &rows)) {
+    fprintf(stderr, "bench run: pipeline --size %s: want a number of rows\n", o.size.c_str());
+    return false;
+  }
+  Module m;
+  m.load(o.module("pipeline", o.build));
+  const int grid = dev.sms;
+  PipelineData d;
+  d.alloc(rows, tm.st);
+  PipelineRun r{pipeline_fn(m), d.in, d.out, d.rowsum, rows, grid, tm.st};
+  printf("pipeline run: %s, %d rows x %d floats, grid %d, %d launches, check %s, %s\n",
+         m.path.c_str(), rows, BP_ROW, grid, o.launches, o.check.c_str(),
+         o.flush ? "L2 flushed before each" : "no L2 flush");
+  int nchecked = 0, nbad = 0;
+  for (int i = 0; i < o.launches; ++i) {
+    r.poison();
+    if (o.flush) tm.flush(i);
+    r();
+    char what[128];
+    snprintf(what, sizeof what, "pipeline %s rows=%d launch %d", o.build.c_str(), rows, i);
+    sync_watch(tm.st, tm.limit_s, what);
+    if (checked(o, i, o.launches)) {
+      ++nchecked;
+      if (!pipeline_verify(r, what, tm.limit_s, /*quiet=*/i != 0)) ++nbad;
+    }
+  }
+  printf("pipeline run: %d launches, %d checked, %d wrong\n", o.launches, nchecked, nbad);
+  d.release();
+  return true;
 }

@@ -9,8 +9,10 @@
       lines to FILE (read by bench --cublas) and every round to FILE.json.
 
   torch_ref.py check --prefix WORK/gemm4096 --size 4096
-      Compares all of C from both builds of the GEMM (bench's dumps
-      PREFIX.{a,b,c_off,c_on}.bf16) with torch's fp32 matmul of the same
+      Compares all of C from both builds of the GEMM (PREFIX.{a,b}.bf16 and
+      PREFIX.c_off.bf16, PREFIX.c_on.bf16, written by `bench run --kernel
+      gemm --dump PREFIX` with --build off and --build on; under iket run,
+      c_on is a traced launch's output) with torch's fp32 matmul of the same
       inputs (highest precision); tolerance 2^-8*|ref| + 2e-3*sqrt(K) per
       element, the same as bench's fp64 sample check.
 
