@@ -6,7 +6,7 @@
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 # Everything is written under $RES; at the end it is packed into
-# $OUT/gpu-results.tgz (the device tool returns at most 8 files).
+# $OUT/gpu-results.tgz, one file to bring back from the GPU machine.
 OUT=${OUT:-./out}
 RES=${RES:-/tmp/iket-gpu}
 rm -rf "$RES"; mkdir -p "$OUT" "$RES"
