@@ -66,6 +66,7 @@ leaves each output as it was or whole; iket never writes over its input.`,
 		newDevicesCmd(stdout, stderr),
 		newCalibrateCmd(stdout, stderr),
 	)
+	registerCompletions(root) // completion.go
 	return root
 }
 
