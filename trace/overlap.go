@@ -452,7 +452,8 @@ func (c *ctaAnalysis) order(xr, yr []ctaRange, p *pairAcc) {
 	}
 }
 
-// orderPayload checks the ranges of one payload, both sorted by (warp, start).
+// orderPayload checks the ranges of one payload, both sorted by (warp,
+// start); yr is not empty.
 func (c *ctaAnalysis) orderPayload(xr, yr []ctaRange, o *orderAcc, l *lagAcc) {
 	c.groups = c.groups[:0]
 	for lo := 0; lo < len(xr); {
@@ -463,6 +464,7 @@ func (c *ctaAnalysis) orderPayload(xr, yr []ctaRange, o *orderAcc, l *lagAcc) {
 		c.groups = append(c.groups, [2]int{lo, hi})
 		lo = hi
 	}
+	st := l.stage(yr[0].payload)
 	for ylo := 0; ylo < len(yr); {
 		yhi := ylo
 		for yhi < len(yr) && yr[yhi].warp == yr[ylo].warp {
@@ -506,7 +508,7 @@ func (c *ctaAnalysis) orderPayload(xr, yr []ctaRange, o *orderAcc, l *lagAcc) {
 				continue
 			}
 			l.add(LagSample{CTA: c.cur.cta, CTALinear: c.cur.linear, Payload: b.payload, Occurrence: k + 1,
-				X: c.warps[endWarp].ref, XEnd: end, Y: c.warps[b.warp].ref, YStart: b.start, LagNs: b.start - end})
+				X: c.warps[endWarp].ref, XEnd: end, Y: c.warps[b.warp].ref, YStart: b.start, LagNs: b.start - end}, st)
 		}
 		ylo = yhi
 	}

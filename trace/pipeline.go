@@ -124,7 +124,26 @@ type lagAcc struct {
 	other            uint64
 }
 
-func (l *lagAcc) add(s LagSample) {
+// stage returns the index in l.stages of payload p, adding it while there
+// are fewer than MaxLagStages, or -1.
+func (l *lagAcc) stage(p uint16) int32 {
+	if i, ok := l.stageIdx[p]; ok {
+		return i
+	}
+	if len(l.stages) >= MaxLagStages {
+		return -1
+	}
+	if l.stageIdx == nil {
+		l.stageIdx = map[uint16]int32{}
+	}
+	i := int32(len(l.stages))
+	l.stageIdx[p] = i
+	l.stages = append(l.stages, StageLag{Payload: p, MinNs: math.MaxInt64, MaxNs: math.MinInt64})
+	return i
+}
+
+// add accounts lag sample s of stage st (an index from stage, or -1).
+func (l *lagAcc) add(s LagSample, st int32) {
 	v := s.LagNs
 	if l.d.n() == 0 || v < l.min {
 		l.min = v
@@ -137,23 +156,14 @@ func (l *lagAcc) add(s LagSample) {
 	}
 	l.sum += float64(v)
 	l.d.add(v, ExactLags)
-	i, ok := l.stageIdx[s.Payload]
-	if !ok {
-		if len(l.stages) >= MaxLagStages {
-			l.other++
-			return
-		}
-		if l.stageIdx == nil {
-			l.stageIdx = map[uint16]int32{}
-		}
-		i = int32(len(l.stages))
-		l.stageIdx[s.Payload] = i
-		l.stages = append(l.stages, StageLag{Payload: s.Payload, MinNs: v, MaxNs: v})
+	if st < 0 {
+		l.other++
+		return
 	}
-	st := &l.stages[i]
-	st.Count++
-	st.MeanNs += float64(v)
-	st.MinNs, st.MaxNs = min(st.MinNs, v), max(st.MaxNs, v)
+	g := &l.stages[st]
+	g.Count++
+	g.MeanNs += float64(v)
+	g.MinNs, g.MaxNs = min(g.MinNs, v), max(g.MaxNs, v)
 }
 
 func (l *lagAcc) clone() *lagAcc {
@@ -184,6 +194,9 @@ func (l *lagAcc) result(x, y string) LagResult {
 	clamp := func(v float64) float64 { return min(max(v, r.MinNs), r.MaxNs) }
 	r.P50Ns, r.P90Ns, r.P99Ns, r.Exact = clamp(q(0.50)), clamp(q(0.90)), clamp(q(0.99)), exact
 	for _, s := range l.stages {
+		if s.Count == 0 {
+			continue
+		}
 		s.MeanNs /= float64(s.Count)
 		r.Stages = append(r.Stages, s)
 	}
