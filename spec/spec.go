@@ -31,7 +31,8 @@ type Spec struct {
 	Args        []Arg   `yaml:"args"`
 	Check       []Check `yaml:"check,omitempty"`
 
-	dir string // folder of the spec file
+	dir  string // folder of the spec file
+	name string // the spec file's path, or the name given to Parse
 }
 
 // Dim3 is a launch dimension; YAML accepts 5, [5], [5, 2] or [5, 2, 1].
@@ -157,7 +158,7 @@ func Parse(r io.Reader, name string) (*Spec, error) {
 		}
 		return nil, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	s.dir = "."
+	s.dir, s.name = ".", name
 	if err := s.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -105,7 +105,7 @@ its warps recorded; iket exits 2.`,
 				if err := s.CheckFiles(); err != nil {
 					return failWith(exitError, fmt.Errorf("%s: %w", o.spec, err))
 				}
-				if prog, src, base, err = specProgram(s, o.spec); err != nil {
+				if prog, base, err = s.Program(); err != nil {
 					return failWith(exitError, err)
 				}
 				o = specRunOptions(s, o, cmd.Flags().Changed("capacity"), cmd.Flags().Changed("mode"), cmd.Flags().Changed("arch"))
