@@ -25,8 +25,8 @@ const LibraryName = "libiket_inject.so"
 var ErrNoCompiler = errors.New("no C compiler")
 
 // Library returns the path of the injection library, building it from the
-// embedded source on first use into dir (default: the user's cache
-// directory, iket/inject-HASH) with $CC or cc. A build is written to a
+// embedded source on first use into dir/inject-HASH (dir defaults to the
+// user's cache directory's iket folder) with $CC or cc. A build is written to a
 // temporary file and renamed, so concurrent callers see a whole library.
 // IKET_INJECT_LIB, when set, names a library to use instead.
 func Library(ctx context.Context, dir string) (string, error) {
@@ -46,8 +46,9 @@ func Library(ctx context.Context, dir string) (string, error) {
 		if err != nil {
 			base = os.TempDir()
 		}
-		dir = filepath.Join(base, "iket", "inject-"+hex.EncodeToString(sum[:8]))
+		dir = filepath.Join(base, "iket")
 	}
+	dir = filepath.Join(dir, "inject-"+hex.EncodeToString(sum[:8]))
 	out := filepath.Join(dir, LibraryName)
 	if st, err := os.Stat(out); err == nil && st.Mode().IsRegular() {
 		return out, nil

@@ -215,7 +215,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var wg sync.WaitGroup
 	var connMu sync.Mutex
 	var conns []net.Conn
+	acceptDone := make(chan struct{})
 	go func() {
+		defer close(acceptDone)
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -246,6 +248,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			werr = <-done
 		}
 	}
+	// A process may have connected and exited before its connection was
+	// accepted: take what is queued, then stop.
+	ln.SetDeadline(time.Now().Add(200 * time.Millisecond))
+	<-acceptDone
 	ln.Close()
 	// Every process's messages were sent before it exited; a descendant
 	// that outlives the program gets a short while to finish.

@@ -56,6 +56,8 @@ static struct {
   CUresult (*FuncGetAttribute)(int *, int, CUfunction);
   CUresult (*FuncGetName)(const char **, CUfunction);        /* optional */
   CUresult (*KernelGetFunction)(CUfunction *, CUkernel);     /* optional */
+  CUresult (*KernelGetLibrary)(CUlibrary *, CUkernel);       /* optional */
+  CUresult (*LibraryGetGlobal)(CUdeviceptr *, size_t *, CUlibrary, const char *); /* optional */
   CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
   CUresult (*MemAlloc)(CUdeviceptr *, size_t);
   CUresult (*MemFree)(CUdeviceptr);
@@ -114,7 +116,8 @@ typedef struct fn {
   CUfunction f;
   CUcontext ctx;
   int decided, instrumented, selected;
-  CUdeviceptr state;
+  CUdeviceptr state, table;
+  size_t state_size, table_size;
   unsigned char initial[STATE_SIZE];
   unsigned long long launches; /* launches of this function */
   /* time mode: the occurrences to time, sorted; all when ntimes < 0 */
@@ -136,7 +139,8 @@ typedef struct pending {
   unsigned long long warps;
   size_t size, alloc;
   CUdeviceptr dbuf, base;
-  void *hbuf; /* watch: the mapped host allocation */
+  void *hbuf;        /* watch: the mapped host allocation */
+  const void *hview; /* watch: the host address of base */
   CUevent ev0, ev1;
   struct timespec rt0, mono0;
   const char *family;
@@ -378,6 +382,8 @@ static int load_driver(void) {
 #undef REQ
   *(void **)&cu.FuncGetName = dlsym(h, "cuFuncGetName");
   *(void **)&cu.KernelGetFunction = dlsym(h, "cuKernelGetFunction");
+  *(void **)&cu.KernelGetLibrary = dlsym(h, "cuKernelGetLibrary");
+  *(void **)&cu.LibraryGetGlobal = dlsym(h, "cuLibraryGetGlobal");
   return 0;
 }
 
@@ -495,6 +501,8 @@ static void ask(fn *e, int version, int build, const char *names, size_t state_s
   free(b.p);
 }
 
+/* lookup finds or adds f's entry; a new one is resolved (its module and
+ * globals: no copies, which a stream capture would not allow). */
 static fn *lookup(const CUpti_CallbackData *d, CUfunction f) {
   unsigned h = (unsigned)(((uintptr_t)f >> 4) ^ ((uintptr_t)d->context >> 6)) % FN_BUCKETS;
   for (fn *e = fns[h]; e; e = e->next)
@@ -511,31 +519,45 @@ static fn *lookup(const CUpti_CallbackData *d, CUfunction f) {
   e->next = fns[h];
   fns[h] = e;
   CUmodule m;
-  CUdeviceptr tbl = 0;
-  size_t ssize = 0, tsize = 0;
+  CUlibrary lib;
+  if (module_of(f, &m) == CUDA_SUCCESS && cu.ModuleGetGlobal(&e->state, &e->state_size, m, "iket_state") == CUDA_SUCCESS) {
+    e->instrumented = 1;
+    if (cu.ModuleGetGlobal(&e->table, &e->table_size, m, "iket_name_table") != CUDA_SUCCESS) e->table = 0;
+  } else if (cu.KernelGetLibrary != NULL && cu.LibraryGetGlobal != NULL &&
+             cu.KernelGetLibrary(&lib, (CUkernel)f) == CUDA_SUCCESS &&
+             cu.LibraryGetGlobal(&e->state, &e->state_size, lib, "iket_state") == CUDA_SUCCESS) {
+    /* f is a CUkernel of a library (cuLibraryLoad*, or cudart's own
+     * context-independent loading) */
+    e->instrumented = 1;
+    if (cu.LibraryGetGlobal(&e->table, &e->table_size, lib, "iket_name_table") != CUDA_SUCCESS) e->table = 0;
+  }
+  return e;
+}
+
+/* decide reads an instrumented kernel's state and name table and asks the
+ * iket process whether to trace it (trace mode asks of instrumented kernels
+ * only; time mode of every kernel). */
+static void decide(fn *e) {
   char *names = NULL;
   int version = 0, build = 0;
-  if (module_of(f, &m) == CUDA_SUCCESS && cu.ModuleGetGlobal(&e->state, &ssize, m, "iket_state") == CUDA_SUCCESS) {
-    e->instrumented = 1;
-    if (ssize == STATE_SIZE && cu.MemcpyDtoH(e->initial, e->state, STATE_SIZE) == CUDA_SUCCESS) {
+  if (e->instrumented) {
+    if (e->state_size == STATE_SIZE && cu.MemcpyDtoH(e->initial, e->state, STATE_SIZE) == CUDA_SUCCESS) {
       memcpy(&version, e->initial + 20, 4);
       memcpy(&build, e->initial + 24, 4);
     }
-    if (cu.ModuleGetGlobal(&tbl, &tsize, m, "iket_name_table") == CUDA_SUCCESS && tsize > 0 && tsize < (1u << 24)) {
-      names = calloc(1, tsize + 1);
-      if (names && cu.MemcpyDtoH(names, tbl, tsize) != CUDA_SUCCESS) {
+    if (e->table != 0 && e->table_size > 0 && e->table_size < (1u << 24)) {
+      names = calloc(1, e->table_size + 1);
+      if (names && cu.MemcpyDtoH(names, e->table, e->table_size) != CUDA_SUCCESS) {
         free(names);
         names = NULL;
       }
     }
   }
-  /* trace mode asks only of instrumented kernels; time mode of every kernel */
-  if (mode == MODE_TIME || e->instrumented) ask(e, version, build, names, ssize);
-  if (e->selected && mode == MODE_TRACE && (ssize != STATE_SIZE || (version != 1 && version != 2)))
+  if (mode == MODE_TIME || e->instrumented) ask(e, version, build, names, e->state_size);
+  if (e->selected && mode == MODE_TRACE && (e->state_size != STATE_SIZE || (version != 1 && version != 2)))
     e->selected = 0; /* the iket process reports the header version */
   free(names);
   e->decided = 1;
-  return e;
 }
 
 static int time_this(const fn *e, unsigned long long occ) {
@@ -607,6 +629,7 @@ static CUresult alloc_buffers(pending *p) {
       }
     }
     p->base = base;
+    if (watch) p->hview = (const char *)p->hbuf + (base - d);
     if (!watch && (r = cu.MemsetD8(d, 0, n)) != CUDA_SUCCESS) return r;
     return CUDA_SUCCESS;
   }
@@ -749,12 +772,9 @@ static void *copy_hung(pending *p) {
   return NULL; /* h and s stay: the copy may still write into h */
 }
 
-/* mapped is the host address of a watch-mode launch's buffers. */
-static const void *mapped(const pending *p) {
-  CUdeviceptr dbase = 0;
-  if (p->hbuf == NULL || cu.MemHostGetDevicePointer(&dbase, p->hbuf, 0) != CUDA_SUCCESS) return NULL;
-  return (const char *)p->hbuf + (p->base - dbase);
-}
+/* mapped is the host address of a watch-mode launch's buffers (taken when
+ * they were allocated: after a fault no driver call answers). */
+static const void *mapped(const pending *p) { return p->hview; }
 
 static void launch_enter(const CUpti_CallbackData *d, int family, const char *famname) {
   CUfunction f;
@@ -786,7 +806,16 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
   }
   ++seen;
   fn *e = lookup(d, f);
-  if (e == NULL || !e->selected) return;
+  if (e == NULL || (mode == MODE_TRACE && !e->instrumented)) return;
+  int cap = 0;
+  if (cu.StreamIsCapturing(tmp.stream, &cap) != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE) {
+    /* Recorded into a graph, not run now: nothing may be copied or waited
+     * for. Graph launches are reported when they happen. */
+    if (mode == MODE_TRACE) skip(e->name, "stream_capture", "launched into a stream being captured into a CUDA graph: it runs when the graph does, untraced");
+    return;
+  }
+  if (!e->decided) decide(e);
+  if (!e->selected) return;
   unsigned long long occ = e->launches++;
   int trace;
   unsigned long long idx = 0;
@@ -797,11 +826,6 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
   } else {
     if (!time_this(e, occ)) return;
     trace = 0;
-  }
-  int cap = 0;
-  if (cu.StreamIsCapturing(tmp.stream, &cap) != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE) {
-    skip(e->name, "stream_capture", "launched into a stream being captured into a CUDA graph: it runs when the graph does, untraced");
-    return;
   }
   pending *p = malloc(sizeof *p);
   if (p == NULL) return;

@@ -1,0 +1,344 @@
+package attach
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/iket-trace/iket/trace"
+)
+
+// The injection library (lib/iket_inject.c) inside fakeapp, a driver-API
+// program linked against the fake CUDA driver and CUPTI of testdata/fake:
+// the whole path of `iket run -- CMD` but the GPU.
+
+var injectLib struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// library builds the injection library once per test binary.
+func library(t *testing.T) string {
+	t.Helper()
+	injectLib.once.Do(func() {
+		injectLib.path, injectLib.err = Library(context.Background(), filepath.Join(os.TempDir(), "iket-attach-test-lib"))
+	})
+	if injectLib.err != nil {
+		t.Fatalf("build the injection library: %v", injectLib.err)
+	}
+	return injectLib.path
+}
+
+type injectCase struct {
+	name  string
+	args  []string // fakeapp's
+	env   []string // FAKE_* and the like
+	opt   Options
+	check func(t *testing.T, r *Result)
+}
+
+func runInjectCase(t *testing.T, tc injectCase) *Result {
+	t.Helper()
+	libDir, app := buildFake(t)
+	o := tc.opt
+	o.Args = append([]string{app}, tc.args...)
+	o.Env = fakeEnv(tc.env...)
+	o.Library = library(t)
+	if o.CUPTI == "" {
+		o.CUPTI = filepath.Join(libDir, "libcuda.so.1")
+	}
+	var stdout, stderr bytes.Buffer
+	o.Stdout, o.Stderr = &stdout, &stderr
+	if o.LaunchTimeout == 0 {
+		o.LaunchTimeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := Run(ctx, o)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	t.Cleanup(func() { res.Close() })
+	t.Logf("stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	return res
+}
+
+// decodeAll writes p's capture, reads it back and decodes every warp
+// strictly; it returns the events per launch.
+func decodeAll(t *testing.T, p *Process) (*trace.Capture, [][]int) {
+	t.Helper()
+	meta, bufs, left, err := p.Capture("iket test", nil, nil)
+	if err != nil || len(left) > 0 {
+		t.Fatalf("Capture: %v (left out %v)", err, left)
+	}
+	var b bytes.Buffer
+	if err := trace.WriteCapture(&b, &meta, bufs); err != nil {
+		t.Fatalf("WriteCapture: %v", err)
+	}
+	c, err := trace.Read(bytes.NewReader(b.Bytes()), int64(b.Len()))
+	if err != nil {
+		t.Fatalf("read the capture: %v", err)
+	}
+	var events [][]int
+	for i := 0; i < c.NumLaunches(); i++ {
+		d, err := trace.NewDecoder(c.Launch(i), trace.Options{Strict: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var per []int
+		var w trace.Warp
+		for {
+			err := d.Next(&w)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("launch %d: decode: %v", i, err)
+			}
+			per = append(per, len(w.Events))
+		}
+		events = append(events, per)
+	}
+	return c, events
+}
+
+func one(t *testing.T, r *Result) *Process {
+	t.Helper()
+	if len(r.Processes) != 1 {
+		t.Fatalf("%d processes, want 1", len(r.Processes))
+	}
+	p := r.Processes[0]
+	if p.Err != nil {
+		t.Fatalf("protocol error: %v", p.Err)
+	}
+	for _, n := range p.Notes {
+		t.Logf("note: %+v", n)
+	}
+	return p
+}
+
+func TestInject(t *testing.T) {
+	tests := []injectCase{
+		{
+			name: "first launch traced, the program's exit code kept",
+			args: []string{"--launches", "3", "--exit", "5"},
+			check: func(t *testing.T, r *Result) {
+				if r.ExitCode != 5 {
+					t.Errorf("exit code %d, want 5", r.ExitCode)
+				}
+				p := one(t, r)
+				tr := p.Traced()
+				if len(tr) != 1 || tr[0].Info.Occurrence != 0 || tr[0].Info.Status != "ok" {
+					t.Fatalf("traced %+v, want launch 0", tr)
+				}
+				if tr[0].Kernel != "pipeline" || tr[0].Info.ElapsedMS == nil || tr[0].Info.Resources.Registers == 0 {
+					t.Errorf("launch info %+v", tr[0].Info)
+				}
+				c, ev := decodeAll(t, p)
+				lm := c.Launch(0).Meta
+				if lm.Warps != 8 || lm.WarpsPerCTA != 4 {
+					t.Errorf("warps %d per CTA %d, want 8 and 4 (grid 2, block 128)", lm.Warps, lm.WarpsPerCTA)
+				}
+				for w, n := range ev[0] {
+					if n != 9 { // ROLE and four push/pop pairs
+						t.Errorf("warp %d: %d events, want 9", w, n)
+					}
+				}
+				if p.Bye == nil || p.Bye.Launches != 3 || p.Bye.Traced != 1 {
+					t.Errorf("bye %+v, want 3 launches seen, 1 traced", p.Bye)
+				}
+			},
+		},
+		{
+			name: "a range of launches through cuLaunchKernelEx",
+			args: []string{"--launches", "4", "--ex"},
+			opt:  Options{Launches: mustSel(t, "1-2")},
+			check: func(t *testing.T, r *Result) {
+				tr := one(t, r).Traced()
+				if len(tr) != 2 || tr[0].Info.Occurrence != 1 || tr[1].Info.Occurrence != 2 || !strings.HasPrefix(tr[0].Info.Family, "cuLaunchKernelEx") {
+					t.Fatalf("traced %+v, want occurrences 1 and 2 through cuLaunchKernelEx", tr)
+				}
+			},
+		},
+		{
+			name: "fixed callback ids when CUPTI cannot name them",
+			args: []string{"--launches", "1"},
+			env:  []string{"FAKE_NO_CUPTI_NAMES=1"},
+			check: func(t *testing.T, r *Result) {
+				if n := len(one(t, r).Traced()); n != 1 {
+					t.Errorf("%d traced, want 1", n)
+				}
+			},
+		},
+		{
+			name: "--kernel selects by demangled name",
+			args: []string{"--kernel", "_Z5otherv", "pc", "--kernel", "_Z8pipelinePfS_i", "pc", "--launches", "2"},
+			opt:  Options{Kernel: regexp.MustCompile(`^pipeline$`)},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				tr := p.Traced()
+				if len(tr) != 1 || tr[0].Kernel != "pipeline" {
+					t.Fatalf("traced %+v, want pipeline's first launch", tr)
+				}
+				if len(p.Instrumented) != 2 {
+					t.Errorf("instrumented kernels %v, want both", p.Instrumented)
+				}
+			},
+		},
+		{
+			name: "an uninstrumented program",
+			args: []string{"--uninstrumented"},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if len(p.Traced()) != 0 || len(p.Instrumented) != 0 || p.Bye == nil || p.Bye.Launches == 0 {
+					t.Errorf("traced %d, instrumented %v, bye %+v", len(p.Traced()), p.Instrumented, p.Bye)
+				}
+			},
+		},
+		{
+			name: "graphs and stream capture are named, not traced",
+			args: []string{"--graph", "--launches", "1"},
+			opt:  Options{Launches: mustSel(t, "all")},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				codes := map[string]bool{}
+				for _, s := range p.Skipped {
+					codes[s.Code] = true
+				}
+				if !codes["graph"] || !codes["stream_capture"] {
+					t.Errorf("skipped %+v, want a graph launch and a captured launch", p.Skipped)
+				}
+			},
+		},
+		{
+			name: "CUPTI taken by another tool",
+			env:  []string{"FAKE_CUPTI_TAKEN=1"},
+			check: func(t *testing.T, r *Result) {
+				if !hasNote(one(t, r), "cupti_taken") {
+					t.Errorf("no cupti_taken note")
+				}
+			},
+		},
+		{
+			name: "CUPTI missing",
+			opt:  Options{CUPTI: "/nonexistent/libcupti.so"},
+			check: func(t *testing.T, r *Result) {
+				if !hasNote(one(t, r), "cupti_missing") {
+					t.Errorf("no cupti_missing note")
+				}
+			},
+		},
+		{
+			name: "another header version is refused",
+			args: []string{"--version", "9"},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if len(p.Traced()) != 0 || len(p.Refused) != 1 {
+					t.Errorf("traced %d, refused %v", len(p.Traced()), p.Refused)
+				}
+			},
+		},
+		{
+			name: "several processes, each its own",
+			args: []string{"--fork", "2", "--launches", "1"},
+			check: func(t *testing.T, r *Result) {
+				n := 0
+				for _, p := range r.Processes {
+					if len(p.Traced()) == 1 {
+						n++
+					}
+				}
+				if n != 2 {
+					t.Errorf("%d processes traced a launch, want 2 (of %d)", n, len(r.Processes))
+				}
+			},
+		},
+		{
+			name: "unpaired ranges decode with violations",
+			args: []string{"--kernel", "_Z1uv", "unpaired"},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if len(p.Traced()) != 1 || p.Traced()[0].Payload == nil {
+					t.Fatalf("traced %+v", p.Traced())
+				}
+			},
+		},
+		{
+			name: "a hung launch: its buffers, the process killed",
+			args: []string{"--kernel", "_Z1hv", "hang"},
+			opt:  Options{LaunchTimeout: 300 * time.Millisecond},
+			check: func(t *testing.T, r *Result) {
+				if r.Hung == nil || r.Hung.Info.Status != "hang" {
+					t.Fatalf("Hung = %+v", r.Hung)
+				}
+				if r.Signal == "" {
+					t.Errorf("the hung program was not killed (exit %d)", r.ExitCode)
+				}
+			},
+		},
+		{
+			name: "a fault with watch-mode buffers",
+			args: []string{"--kernel", "_Z1fv", "fault"},
+			opt:  Options{Watch: true},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if len(p.Launches) != 1 || p.Launches[0].Info.Status != "fault" || !strings.Contains(p.Launches[0].Info.Error, "ILLEGAL_ADDRESS") {
+					t.Fatalf("launches %+v, want one fault", p.Launches)
+				}
+				if p.Launches[0].Payload == nil {
+					t.Errorf("a watch-mode fault kept no buffers")
+				}
+			},
+		},
+		{
+			name: "time mode times the listed occurrences of any kernel",
+			args: []string{"--uninstrumented", "--launches", "4"},
+			opt:  Options{Mode: ModeTime, Times: map[string][]uint64{"_Z8pipelinePfS_i": {1, 3}}},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				var occ []uint64
+				for _, l := range p.Launches {
+					if l.Info.Traced || l.Info.ElapsedMS == nil {
+						t.Errorf("timed launch %+v", l.Info)
+					}
+					occ = append(occ, l.Info.Occurrence)
+				}
+				if len(occ) != 2 || occ[0] != 1 || occ[1] != 3 {
+					t.Errorf("timed occurrences %v, want [1 3]", occ)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t, runInjectCase(t, tc))
+		})
+	}
+}
+
+func mustSel(t *testing.T, s string) Selection {
+	t.Helper()
+	sel, err := ParseSelection(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel
+}
+
+func hasNote(p *Process, code string) bool {
+	for _, n := range p.Notes {
+		if n.Code == code {
+			return true
+		}
+	}
+	return false
+}

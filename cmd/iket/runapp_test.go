@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/iket-trace/iket/internal/fakecuda"
+)
+
+var fakeApp struct {
+	once     sync.Once
+	dir, app string
+	err      error
+}
+
+// withFake builds the fake CUDA driver and application once and points the
+// injection library at the fake CUPTI; it returns fakeapp's path. The
+// injection library is built into a temporary cache folder.
+func withFake(t *testing.T) string {
+	t.Helper()
+	fakeApp.once.Do(func() {
+		fakeApp.dir, fakeApp.err = os.MkdirTemp("", "iket-cmd-fake-")
+		if fakeApp.err == nil {
+			fakeApp.app, fakeApp.err = fakecuda.Build(fakeApp.dir)
+		}
+	})
+	if errors.Is(fakeApp.err, fakecuda.ErrNoCompiler) {
+		t.Skip(fakeApp.err)
+	}
+	if fakeApp.err != nil {
+		t.Fatal(fakeApp.err)
+	}
+	for _, k := range []string{"CUDA_INJECTION64_PATH", "FAKE_CUPTI_TAKEN", "FAKE_NO_CUPTI_NAMES"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	t.Setenv("IKET_CUPTI_LIB", filepath.Join(fakeApp.dir, "libcuda.so.1"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(fakeApp.dir, "cache"))
+	return fakeApp.app
+}
+
+func TestRunApp(t *testing.T) {
+	app := withFake(t)
+	tests := []struct {
+		name     string
+		env      []string
+		args     func(out string) []string
+		code     int
+		stderr   string   // a fragment of stderr
+		files    []string // outputs that must exist, relative to out
+		pairs    int      // latency.json: pairs of the first kernel (-1: no file)
+		baseline bool     // latency.json has the baseline's times
+	}{
+		{name: "first launch", code: 0, pairs: 1,
+			args:  func(o string) []string { return []string{"run", "-o", o, "--", app, "--launches", "3"} },
+			files: []string{"trace.iket", "trace.pftrace", "report.html", "latency.json"}, stderr: "1 traced launches"},
+		{name: "baseline pairs", code: 0, pairs: 3, baseline: true,
+			args: func(o string) []string {
+				return []string{"run", "-o", o, "--launch", "0-2", "--baseline", app + " --uninstrumented --launches 3", "--", app, "--launches", "3"}
+			}, files: []string{"trace.iket", "latency.json"}, stderr: "running the baseline"},
+		{name: "the program's exit code", code: 7, pairs: 1,
+			args:  func(o string) []string { return []string{"run", "-o", o, "--", app, "--exit", "7"} },
+			files: []string{"trace.iket"}, stderr: "exited with status 7"},
+		{name: "not instrumented", code: 2, pairs: -1, stderr: "-DIKET_ENABLE=1",
+			args: func(o string) []string { return []string{"run", "-o", o, "--", app, "--uninstrumented"} }},
+		{name: "no kernel matched", code: 2, pairs: -1, stderr: "matched no launch",
+			args: func(o string) []string { return []string{"run", "-o", o, "--kernel", "^zzz", "--", app} }},
+		{name: "program missing", code: 2, pairs: -1, stderr: "start /nonexistent/app",
+			args: func(o string) []string { return []string{"run", "-o", o, "--", "/nonexistent/app"} }},
+		{name: "CUPTI taken", code: 2, pairs: -1, stderr: "already in use", env: []string{"FAKE_CUPTI_TAKEN=1"},
+			args: func(o string) []string { return []string{"run", "-o", o, "--", app} }},
+		{name: "another injection", code: 2, pairs: -1, stderr: "another CUDA tool", env: []string{"CUDA_INJECTION64_PATH=/opt/tool.so"},
+			args: func(o string) []string { return []string{"run", "-o", o, "--", app} }},
+		{name: "a flag of run KERNEL", code: 2, pairs: -1, stderr: "--rounds is for run KERNEL",
+			args: func(o string) []string { return []string{"run", "-o", o, "--rounds", "3", "--", app} }},
+		{name: "a hang", code: 2, pairs: -1, stderr: "did not finish", files: []string{"trace.iket"},
+			args: func(o string) []string {
+				return []string{"run", "-o", o, "--timeout", "300ms", "--", app, "--kernel", "_Z1hv", "hang"}
+			}},
+		{name: "bad --launch", code: 2, pairs: -1, stderr: "--launch",
+			args: func(o string) []string { return []string{"run", "-o", o, "--launch", "x", "--", app} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, kv := range tt.env {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, v)
+			}
+			out := filepath.Join(t.TempDir(), "out")
+			code, _, stderr := runCLI(t, tt.args(out)...)
+			if code != tt.code || !strings.Contains(stderr, tt.stderr) {
+				t.Fatalf("exit %d, want %d; stderr:\n%s\nwant it to say %q", code, tt.code, stderr, tt.stderr)
+			}
+			for _, f := range tt.files {
+				if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+					t.Errorf("output %s: %v", f, err)
+				}
+			}
+			if tt.pairs < 0 {
+				return
+			}
+			b, err := os.ReadFile(filepath.Join(out, latencyFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var lj appLatencyJSON
+			if err := json.Unmarshal(b, &lj); err != nil {
+				t.Fatalf("latency.json: %v", err)
+			}
+			if len(lj.Kernels) != 1 || len(lj.Kernels[0].Pairs) != tt.pairs || !lj.Serialized {
+				t.Fatalf("latency.json kernels %+v, want one with %d pairs", lj.Kernels, tt.pairs)
+			}
+			if k := lj.Kernels[0]; (k.Uninstrumented != nil) != tt.baseline || (tt.baseline && k.PairedRatio <= 0) {
+				t.Errorf("latency.json baseline %+v, paired %v; want baseline %v", k.Uninstrumented, k.PairedRatio, tt.baseline)
+			}
+			if code == 0 {
+				if c, _, se := runCLI(t, "validate", filepath.Join(out, captureFile)); c != 0 {
+					t.Errorf("validate: exit %d: %s", c, se)
+				}
+			}
+		})
+	}
+}
+
+func TestRunAppProcesses(t *testing.T) {
+	app := withFake(t)
+	out := filepath.Join(t.TempDir(), "out")
+	code, _, stderr := runCLI(t, "run", "-o", out, "--", app, "--fork", "2", "--launches", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "pid*-gpu0", captureFile))
+	if len(dirs) != 2 {
+		t.Errorf("captures %v, want one per process", dirs)
+	}
+}
+
+func TestSplitCommand(t *testing.T) {
+	for in, want := range map[string][]string{
+		`./app --n 4`:           {"./app", "--n", "4"},
+		`python "my script.py"`: {"python", "my script.py"},
+		`a 'b c' d\ e`:          {"a", "b c", "d e"},
+		`  `:                    nil,
+	} {
+		got, err := splitCommand(in)
+		if err != nil || strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("splitCommand(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := splitCommand(`a "b`); err == nil {
+		t.Error(`splitCommand("a \"b") succeeded`)
+	}
+}
