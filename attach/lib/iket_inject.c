@@ -808,7 +808,12 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
   fn *e = lookup(d, f);
   if (e == NULL || (mode == MODE_TRACE && !e->instrumented)) return;
   int cap = 0;
-  if (cu.StreamIsCapturing(tmp.stream, &cap) != CUDA_SUCCESS || cap != CU_STREAM_CAPTURE_STATUS_NONE) {
+  CUresult cr = cu.StreamIsCapturing(tmp.stream, &cap);
+  if (cr != CUDA_SUCCESS) {
+    if (mode == MODE_TRACE) skip(e->name, "context_error", errname(cr));
+    return;
+  }
+  if (cap != CU_STREAM_CAPTURE_STATUS_NONE) {
     /* Recorded into a graph, not run now: nothing may be copied or waited
      * for. Graph launches are reported when they happen. */
     if (mode == MODE_TRACE) skip(e->name, "stream_capture", "launched into a stream being captured into a CUDA graph: it runs when the graph does, untraced");
