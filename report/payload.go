@@ -48,6 +48,19 @@ type pwarp struct {
 	Lanes     int       `json:"lanes"` // async sub-rows, below them
 	R         []int64   `json:"r"`
 	M         []int64   `json:"m"`
+	// Idle is the number of idle warps (see idle) this row stands for, 0
+	// for an ordinary warp: consecutive idle warps of one role in one CTA
+	// share a row, "CTA 3 · 3 idle producer warps". IdleWarps are their
+	// warp indices; First and Last span their lifetimes.
+	Idle      int      `json:"idle,omitempty"`
+	IdleWarps []uint32 `json:"idleWarps,omitempty"`
+}
+
+// idle reports whether w recorded nothing but its role: it started and
+// finished, kept every event and has no range or mark (the idle warps of a
+// warp group).
+func idle(w *WarpView) bool {
+	return w.Started && w.Finished && w.Dropped == 0 && !w.Clipped && len(w.Ranges) == 0 && len(w.Marks) == 0
 }
 
 type pactivity struct {
@@ -165,6 +178,24 @@ func buildPayload(in *Input, lm *trace.LaunchMeta, warps []WarpView, act *Activi
 	events := 0
 	for _, i := range order {
 		w := &warps[i]
+		if idle(w) {
+			if n := len(p.Warps); n > 0 {
+				if last := &p.Warps[n-1]; last.Idle > 0 && last.Role == roleOf[i] && last.CTALinear == w.CTALinear {
+					last.Idle++
+					last.IdleWarps = append(last.IdleWarps, w.Warp)
+					last.Count += w.Count
+					last.Stored += w.Stored
+					if w.First != 0 {
+						if last.First == 0 && last.Last == 0 {
+							last.First, last.Last = w.First-t0, max(w.Last, w.First)-t0
+						} else {
+							last.First, last.Last = min(last.First, w.First-t0), max(last.Last, max(w.Last, w.First)-t0)
+						}
+					}
+					continue
+				}
+			}
+		}
 		pw := pwarp{Slot: w.Slot, SM: w.SM, CTA: w.CTA, CTALinear: w.CTALinear, Warp: w.Warp,
 			Role: roleOf[i], Started: w.Started, Finished: w.Finished,
 			Count: w.Count, Stored: w.Stored, Dropped: w.Dropped, Clipped: w.Clipped,
@@ -185,6 +216,9 @@ func buildPayload(in *Input, lm *trace.LaunchMeta, warps []WarpView, act *Activi
 		}
 		for _, m := range w.Marks {
 			pw.M = append(pw.M, int64(names.id(m.Name)), int64(m.Payload), m.Time-t0)
+		}
+		if idle(w) {
+			pw.Idle, pw.IdleWarps = 1, []uint32{w.Warp}
 		}
 		events += len(w.Ranges) + len(w.Marks)
 		p.Warps = append(p.Warps, pw)

@@ -66,9 +66,11 @@
         header = { group: true, role: w.role, count: 0, y: totalH, h: GROUP };
         rows.push(header); totalH += GROUP;
       }
-      header.count++;
+      // A folded row of idle warps counts as the warps it stands for.
+      var n = w.idle || 1;
+      header.count += n;
       var h = PAD * 2 + SUB * Math.max(1, w.depth + w.lanes);
-      rows.push({ w: w, y: totalH, h: h }); totalH += h; shown++;
+      rows.push({ w: w, y: totalH, h: h }); totalH += h; shown += n;
     });
   }
 
@@ -177,6 +179,12 @@
     drawStrip();
   }
 
+  // idleText names a folded row: "3 idle producer warps".
+  function idleText(w) {
+    var rn = w.role >= 0 ? roles[w.role] + ' ' : '';
+    return w.idle + ' idle ' + rn + (w.idle === 1 ? 'warp' : 'warps');
+  }
+
   function drawWarp(g, w, y, h, W, font, k) {
     if (k % 2 === 0) { g.fillStyle = '#fafbfc'; g.fillRect(0, y, W, h); }
     g.strokeStyle = '#eef1f4'; g.beginPath(); g.moveTo(0, y + h - 0.5); g.lineTo(W, y + h - 0.5); g.stroke();
@@ -185,6 +193,7 @@
     var bad = (w.started && !w.finished) || w.dropped > 0;
     g.fillStyle = bad ? '#b42318' : '#1f2328';
     var label = 'SM ' + w.sm + ' · CTA ' + ctaText(w) + ' · w' + w.warp;
+    if (w.idle) label = 'CTA ' + ctaText(w) + ': ' + idleText(w);
     if (w.dropped > 0) label += ' · −' + w.dropped;
     else if (w.started && !w.finished) label += ' · unfinished';
     g.fillText(label, 8, y + Math.min(h / 2, PAD + SUB / 2 + 1), GUTTER - 12);
@@ -371,12 +380,17 @@
       head = names[w.m[hit.mark]] + ' (mark)';
       row('payload', String(w.m[hit.mark + 1]));
       row('time', fmtNs(w.m[hit.mark + 2]));
+    } else if (w.idle) {
+      head = idleText(w);
+      row('recorded', 'no event but their role');
+      if (w.started) row('alive', fmtNs(w.first) + ' – ' + fmtNs(w.last));
     } else {
       head = 'warp ' + w.slot;
       if (w.started) row('alive', fmtNs(w.first) + ' – ' + fmtNs(w.last) + ' (' + fmtNs(w.last - w.first) + ')');
       row('events', w.count + ' attempted, ' + w.stored + ' stored');
     }
-    row('warp', 'slot ' + w.slot + ', warp ' + w.warp + ' of its CTA');
+    if (w.idle) row('warps', w.idleWarps.join(', ') + ' of their CTA, from slot ' + w.slot);
+    else row('warp', 'slot ' + w.slot + ', warp ' + w.warp + ' of its CTA');
     row('SM', String(w.sm));
     row('CTA', '(' + w.cta.join(', ') + '), linear ' + w.ctaLinear);
     row('role', w.role >= 0 ? roles[w.role] : 'none');
@@ -397,8 +411,11 @@
     rows.forEach(function (r) { if (!r.group) { nr += r.w.r.length / RF; nm += r.w.m.length / MF; } });
     var c = data.capped, total = c.embeddedWarps + c.omittedWarps;
     var txt = shown + ' warps shown (' + nr + ' ranges, ' + nm + ' marks)';
-    if (shown !== warps.length) txt += ' of ' + warps.length + ' embedded';
-    if (total !== warps.length) txt += '; the launch has ' + total + ' warps';
+    if (shown !== c.embeddedWarps) txt += ' of ' + c.embeddedWarps + ' embedded';
+    if (total !== c.embeddedWarps) txt += '; the launch has ' + total + ' warps';
+    var idle = 0;
+    rows.forEach(function (r) { if (!r.group && r.w.idle) idle += r.w.idle; });
+    if (idle > 0) txt += '; ' + idle + ' idle (no event but their role) folded into one row per role and CTA';
     txt += '; span ' + fmtNs(data.end);
     document.getElementById('summary').textContent = txt;
     document.body.setAttribute('data-rendered', shown + ' warps');
