@@ -333,7 +333,8 @@ static bool gemm_run_step(const Options& o, Device& dev, Timer& tm) {
       if (!gemm_verify(d, what, /*quiet=*/i != 0)) ++nbad;
     }
   }
-  printf("gemm run: %d launches, %d checked, %d wrong\n", o.launches, nchecked, nbad);
+  printf("gemm run: build %s, %d launches, %d checked, %d wrong\n", o.build.c_str(), o.launches,
+         nchecked, nbad);
   if (!o.dump.empty()) {
     // torch_ref.py check reads PREFIX.{a,b,c_off,c_on}.bf16.
     const std::string& p = o.dump;

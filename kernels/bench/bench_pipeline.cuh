@@ -210,7 +210,8 @@ static bool pipeline_run_step(const Options& o, Device& dev, Timer& tm) {
       if (!pipeline_verify(r, what, tm.limit_s, /*quiet=*/i != 0)) ++nbad;
     }
   }
-  printf("pipeline run: %d launches, %d checked, %d wrong\n", o.launches, nchecked, nbad);
+  printf("pipeline run: build %s, %d launches, %d checked, %d wrong\n", o.build.c_str(), o.launches,
+         nchecked, nbad);
   d.release();
   return true;
 }
