@@ -442,6 +442,8 @@ func TestWriteCaptureErrors(t *testing.T) {
 	dir := t.TempDir()
 	short := synthetic(t, 2)
 	short.Buffers = short.Buffers[:10]
+	long := synthetic(t, 2)
+	long.Buffers = append(long.Buffers, 0)
 	v2 := synthetic(t, 2)
 	v2.Format = 2
 	tests := []struct {
@@ -453,7 +455,8 @@ func TestWriteCaptureErrors(t *testing.T) {
 	}{
 		{"none", filepath.Join(dir, "a.iket"), nil, "no launches", 0},
 		{"nil launch", filepath.Join(dir, "b.iket"), []*TraceResult{nil}, "launch 0 is nil", 0},
-		{"short buffers", filepath.Join(dir, "c.iket"), []*TraceResult{short}, "has 10 bytes of buffers, its metadata says", 0},
+		{"short buffers", filepath.Join(dir, "c.iket"), []*TraceResult{short}, "launch 0 buffers: short by", 0},
+		{"long buffers", filepath.Join(dir, "g.iket"), []*TraceResult{long}, "launch 0 buffers: more than the", 0},
 		{"missing dir", filepath.Join(dir, "nope", "d.iket"), []*TraceResult{synthetic(t, 1)}, "nope", 0},
 		{"two formats", filepath.Join(dir, "e.iket"), []*TraceResult{synthetic(t, 1), v2}, "launch 1 (k) has record format 2, launch 0 format 1", 0},
 		{"meta version", filepath.Join(dir, "f.iket"), []*TraceResult{v2}, "metadata says format version 1, the launches' records are version 2", 1},
