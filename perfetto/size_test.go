@@ -21,6 +21,12 @@ func gemmCapture(tb testing.TB) (*trace.Capture, int) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return countStored(tb, c)
+}
+
+// countStored returns c and the number of records its warps stored.
+func countStored(tb testing.TB, c *trace.Capture) (*trace.Capture, int) {
+	tb.Helper()
 	events := 0
 	for i := range c.NumLaunches() {
 		d, err := trace.NewDecoder(c.Launch(i), trace.Options{})
