@@ -11,8 +11,9 @@
 #   4. gemm4096, gemm8192, pipeline: iket traces the user's program:
 #                   bin/iket run --launch 1-20 --baseline 'bench run ... --build off'
 #                     -- bench run ... --build on
-#                 bench launches the kernel 21 times on checked data; iket
-#                 traces and times launches 1-20 of the instrumented build
+#                 bench launches the kernel 21 (TRACED+1) times on checked
+#                 data, each after an L2 flush of its own; iket traces and
+#                 times launches 1-20 (1-TRACED) of the instrumented build
 #                 and times the same launches of the uninstrumented one,
 #                 pairing them (latency.json); each *-check step then runs
 #                 iket check (strict, no_drops) on the first and last
@@ -50,8 +51,10 @@ WORK=${WORK:-/tmp/iket-overhead}
 IKET=${IKET:-bin/iket}
 QUICK=""
 [ "${1:-}" = "--quick" ] && QUICK="--quick"
-TRACED=${TRACED:-20}
-[ -n "$QUICK" ] && TRACED=${TRACED_QUICK:-5}
+traced_default=20
+[ -n "$QUICK" ] && traced_default=5
+TRACED=${TRACED:-$traced_default}
+case $TRACED in '' | *[!0-9]* | 0) echo "TRACED=$TRACED: want a count of launches"; exit 1 ;; esac
 mkdir -p "$OUT" "$WORK/modules"
 OUT=$(cd "$OUT" && pwd)
 WORK=$(cd "$WORK" && pwd)
@@ -273,7 +276,12 @@ nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,clocks_throttle_reas
   printf '  %s\n' "${status[@]}"
   echo
   grep -h -E '^(gemm|pipeline) .*(correct|WRONG)|^(gemm|pipeline) run: .*checked|CHECK FAILED|HANG|FAIL' \
-    "$WORK/check.log" "$WORK/time.log" "$WORK"/gemm[0-9]*.log "$WORK/pipeline.log" 2>/dev/null | sed 's/^/  /'
+    "$WORK/check.log" "$WORK/time.log" "$WORK"/gemm[0-9]*.log "$WORK"/pipeline*.log "$WORK"/eventcost-*.log \
+    2>/dev/null | sed 's/^/  /'
+  for f in "$WORK"/*-check.log; do
+    [ -f "$f" ] && echo "  $(basename "$f" .log), first and last traced launch:" \
+      "$(grep -h 'rules passed$' "$f" | paste -sd';' - | sed 's/;/; /g')"
+  done
   grep -h -E '^check' "$WORK/torch.log" 2>/dev/null | sed 's/^/  /'
   echo
   grep -h -E '^(SASS|instructions|range_next|ev_loop body|ev_stage body|global bytes|fences)' "$WORK/sass.log" 2>/dev/null

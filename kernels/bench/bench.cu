@@ -13,8 +13,8 @@
 //       every build (dbg, off, on) against references, on outputs poisoned
 //       with NaN: gemm against an fp64 sample, pipeline every element and
 //       row sum on the device and 32 rows on the host in double. The "on"
-//       build runs as a plain program runs it: its events execute but,
-//       with no buffers given by iket, store nothing.
+//       build runs as it runs in any program iket does not trace: its
+//       events execute, with no buffers to record into.
 //   bench time [--kernels ...] --modules DIR --out DIR [--rounds N]
 //              [--warmup N] [--cublas FILE] [--control DIR] [--quick]
 //       the uninstrumented build against a control (the same cubin loaded a
@@ -46,7 +46,7 @@
 //       The instrumented loop costs what tracing costs only while its
 //       launches are traced (`iket run --kernel '^ev_loop$' --launch all
 //       --capacity ITERS+8 -- bench eventcost ...`); run alone, its events
-//       execute but store nothing. Writes OUT/eventcost-CASE.txt and
+//       execute with no buffers to record into. Writes OUT/eventcost-CASE.txt and
 //       OUT/bench-eventcost-CASE.json.
 //
 // Exit codes: 0 every check passed; 1 a check failed (wrong results; being

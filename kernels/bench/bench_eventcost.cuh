@@ -7,8 +7,8 @@
 // where iket gives its launches buffers (`iket run --kernel '^ev_loop$'
 // --launch all --capacity ITERS+8 -- bench eventcost ...`): the
 // uninstrumented build is not instrumented, so iket leaves its launches as
-// they are. Run alone, the instrumented events execute with nothing to
-// store, and the figure is the cost of an event without its store.
+// they are. Run alone, the instrumented events execute with no buffers to
+// record into, and the figure is not what a traced event costs.
 
 // ev_run launches ev_loop once, waits, and returns the mean over warps of
 // the loop's cycles.
