@@ -100,5 +100,3 @@ func BenchmarkExportGEMMShaped(b *testing.B) {
 		})
 	}
 }
-
-
