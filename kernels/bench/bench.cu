@@ -476,6 +476,16 @@ static void launch(CUfunction f, unsigned grid, unsigned block, unsigned smem,
                     nullptr));
 }
 
+// launch_own launches one of this file's kernels (fill_*, pipeline_check)
+// through the driver API too, so every launch of the program is a
+// cuLaunchKernel.
+static void launch_own(const void* kernel, unsigned grid, unsigned block, cudaStream_t st,
+                       void** args) {
+  cudaFunction_t f;
+  CK(cudaGetFuncBySymbol(&f, kernel));
+  launch((CUfunction)f, grid, block, 0, st, args);
+}
+
 // parse_int parses a decimal in [lo, 2^30].
 static bool parse_int(const std::string& s, int lo, int* v) {
   char* end;

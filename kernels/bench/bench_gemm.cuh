@@ -98,9 +98,12 @@ struct GemmData {
     CK(cudaMalloc(&A, (size_t)M * K * 2));
     CK(cudaMalloc(&B, (size_t)N * K * 2));
     CK(cudaMalloc(&C, (size_t)M * N * 2));
-    fill_bf16<<<2048, 256, 0, st>>>(A, (size_t)M * K, 11u);
-    fill_bf16<<<2048, 256, 0, st>>>(B, (size_t)N * K, 22u);
-    CK(cudaGetLastError());
+    size_t na = (size_t)M * K, nb = (size_t)N * K;
+    uint32_t sa = 11u, sb = 22u;
+    void* aa[] = {&A, &na, &sa};
+    void* ab[] = {&B, &nb, &sb};
+    launch_own((const void*)fill_bf16, 2048, 256, st, aa);
+    launch_own((const void*)fill_bf16, 2048, 256, st, ab);
     sync_watch(st, 30, "fill gemm inputs");
     std::vector<float> a((size_t)M * K), b((size_t)N * K);
     {

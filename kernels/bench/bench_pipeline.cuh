@@ -33,10 +33,11 @@ static bool pipeline_verify(PipelineRun& run, const char* what, double limit_s,
   CK(cudaMalloc(&d, 4 * sizeof(unsigned long long)));
   unsigned long long init[4] = {0, 0, ~0ull, ~0ull};
   CK(cudaMemcpy(d, init, sizeof init, cudaMemcpyHostToDevice));
-  pipeline_check<<<1024, 256, 0, run.st>>>(run.in, run.out, run.rowsum,
-                                            run.rows, BP_ROW, run.scale,
-                                            run.bias, d, d + 2);
-  CK(cudaGetLastError());
+  long long rows64 = run.rows;
+  int cols = BP_ROW;
+  unsigned long long* first = d + 2;
+  void* args[] = {&run.in, &run.out, &run.rowsum, &rows64, &cols, &run.scale, &run.bias, &d, &first};
+  launch_own((const void*)pipeline_check, 1024, 256, run.st, args);
   sync_watch(run.st, limit_s, "pipeline_check");
   unsigned long long r[4];
   CK(cudaMemcpy(r, d, sizeof r, cudaMemcpyDeviceToHost));
@@ -99,8 +100,10 @@ struct PipelineData {
     CK(cudaMalloc(&in, (size_t)rows * BP_ROW * 4));
     CK(cudaMalloc(&out, (size_t)rows * BP_ROW * 4));
     CK(cudaMalloc(&rowsum, (size_t)rows * 4));
-    fill_f32<<<4096, 256, 0, st>>>(in, (size_t)rows * BP_ROW, 1u);
-    CK(cudaGetLastError());
+    size_t n = (size_t)rows * BP_ROW;
+    uint32_t seed = 1u;
+    void* args[] = {&in, &n, &seed};
+    launch_own((const void*)fill_f32, 4096, 256, st, args);
     sync_watch(st, 30, "fill pipeline input");
   }
   void release() {
