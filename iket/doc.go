@@ -2,7 +2,8 @@
 // driver (loaded at run time, see iket/internal/cuda), compiles kernels with
 // NVRTC in two builds (instrumented with -DIKET_ENABLE=1 and uninstrumented),
 // reads a module's name table, traces one launch into per-warp buffers,
-// times both builds with CUDA events, and writes capture files.
+// times both builds with CUDA events, and writes capture files (through
+// trace.WriteCapture, the format's one writer).
 //
 // The flow for one kernel:
 //

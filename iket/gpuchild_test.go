@@ -33,7 +33,7 @@ const (
 	childEnv          = "IKET_GPU_CHILD"
 	childReportPrefix = "IKET-CHILD-REPORT "
 	// childTimeout bounds a child: the hang kernel ends itself after
-	// HangLimit (30 s), so a healthy child is done long before.
+	// builtin.HangLimit (30 s), so a healthy child is done long before.
 	childTimeout = 90 * time.Second
 )
 
