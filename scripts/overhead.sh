@@ -207,7 +207,7 @@ for c in latency:4096 throughput:$TPUT_ITERS; do
   step "$name" 120 "$IKET" run -o "$WORK/run-$name" --kernel '^ev_loop$' --launch all \
     --capacity $((${c#*:} + 8)) -- "$B" eventcost --case "${c%%:*}" --modules "$M" --out "$WORK" $QUICK
   step "$name-check" 60 bash -c 'capcheck "$@"' _ "$WORK/run-$name" 0 4
-  rm -f "$WORK/run-$name/trace.pftrace"
+  [ "${KEEP_PFTRACE:-0}" = 1 ] || rm -f "$WORK/run-$name/trace.pftrace"
 done
 
 sass() {
