@@ -114,6 +114,7 @@ static unsigned char driver_family[MAX_CBID], runtime_family[MAX_CBID];
 typedef struct fn {
   struct fn *next;
   CUfunction f;
+  CUfunction func; /* f, or the function of the CUkernel f */
   CUcontext ctx;
   int decided, instrumented, selected;
   CUdeviceptr state, table;
@@ -451,12 +452,20 @@ static const char *kernel_name(const CUpti_CallbackData *d, CUfunction f) {
   return "(unnamed kernel)";
 }
 
-/* module_of finds f's module; f may be a CUkernel (cuLibrary*). */
-static CUresult module_of(CUfunction f, CUmodule *m) {
-  CUresult r = cu.FuncGetModule(m, f);
-  if (r == CUDA_SUCCESS || cu.KernelGetFunction == NULL) return r;
+/* module_of finds f's module and the CUfunction to ask the driver about;
+ * f may be a CUkernel (cuLibrary*, and cudart's own loading), which
+ * cuKernelGetFunction turns into the current context's function. */
+static CUresult module_of(CUfunction f, CUmodule *m, CUfunction *func) {
+  *func = f;
+  int regs;
   CUfunction g;
+  if (cu.KernelGetFunction != NULL && cu.FuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f) != CUDA_SUCCESS &&
+      cu.KernelGetFunction(&g, (CUkernel)f) == CUDA_SUCCESS)
+    *func = g;
+  CUresult r = cu.FuncGetModule(m, *func);
+  if (r == CUDA_SUCCESS || cu.KernelGetFunction == NULL || *func != f) return r;
   if (cu.KernelGetFunction(&g, (CUkernel)f) != CUDA_SUCCESS) return r;
+  *func = g;
   return cu.FuncGetModule(m, g);
 }
 
@@ -520,7 +529,7 @@ static fn *lookup(const CUpti_CallbackData *d, CUfunction f) {
   fns[h] = e;
   CUmodule m;
   CUlibrary lib;
-  if (module_of(f, &m) == CUDA_SUCCESS && cu.ModuleGetGlobal(&e->state, &e->state_size, m, "iket_state") == CUDA_SUCCESS) {
+  if (module_of(f, &m, &e->func) == CUDA_SUCCESS && cu.ModuleGetGlobal(&e->state, &e->state_size, m, "iket_state") == CUDA_SUCCESS) {
     e->instrumented = 1;
     if (cu.ModuleGetGlobal(&e->table, &e->table_size, m, "iket_name_table") != CUDA_SUCCESS) e->table = 0;
   } else if (cu.KernelGetLibrary != NULL && cu.LibraryGetGlobal != NULL &&
@@ -677,12 +686,13 @@ static void device_json(buf *b) {
 
 static void resources_json(buf *b, const pending *p) {
   int regs = 0, ssm = 0, lmem = 0, maxt = 0, occ = 0;
-  cu.FuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, p->fn->f);
-  cu.FuncGetAttribute(&ssm, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, p->fn->f);
-  cu.FuncGetAttribute(&lmem, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, p->fn->f);
-  cu.FuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, p->fn->f);
+  CUfunction f = p->fn->func ? p->fn->func : p->fn->f;
+  cu.FuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+  cu.FuncGetAttribute(&ssm, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+  cu.FuncGetAttribute(&lmem, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
+  cu.FuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
   int threads = (int)(p->block[0] * p->block[1] * p->block[2]);
-  cu.OccupancyMaxActiveBlocks(&occ, p->fn->f, threads, p->shared);
+  cu.OccupancyMaxActiveBlocks(&occ, f, threads, p->shared);
   bprintf(b, "\"resources\":{\"registers\":%d,\"static_shared_bytes\":%d,\"dynamic_shared_bytes\":%u,"
              "\"local_bytes\":%d,\"max_threads_per_block\":%d,\"max_active_ctas_per_sm\":%d}",
           regs, ssm, p->shared, lmem, maxt, occ);

@@ -19,6 +19,7 @@ INCLUDE = os.path.abspath(os.path.join(HERE, "..", "..", "kernels", "include"))
 
 CUDA_SRC = r"""
 #include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
 #include "pipeline.cuh"
 torch::Tensor run(torch::Tensor x, int64_t ctas, int64_t tiles) {
   auto out = torch::zeros({ctas}, x.options());

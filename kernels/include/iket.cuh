@@ -497,6 +497,10 @@ class Warp {
   }
 
   __device__ __forceinline__ ~Warp() {
+    // No buffers (no iket attached): nothing to close. Every warp of the
+    // grid would otherwise spin for a timer tick and update the one scratch
+    // header.
+    if (!live()) return;
     const unsigned m = detail::active_mask();
     const unsigned hi = detail::max_active(m, pos_);
 #if IKET__BUILD_WRAP
@@ -624,7 +628,7 @@ class Warp {
     emit(IKET_KIND_ROLE, role, 0u);
     // Reductions (lanes that already left may have set the finished bit), by
     // one lane.
-    if (detail::leader(detail::active_mask())) {
+    if (live() && detail::leader(detail::active_mask())) {
       detail::red_and(&hdr_->flags, ~(0x1fffu << 16));
       detail::red_or(&hdr_->flags, static_cast<unsigned>(role & 0x1fffu) << 16);
     }
@@ -694,6 +698,11 @@ class Warp {
     detail::record_pair(slot(c), end_, k1, a1, t.clock, k2, a2);
 #endif
     pos_ = min(c + 16u, detail::kCursorLimit);
+  }
+  // live reports whether the launch has buffers (the runtime set
+  // iket_state.base); without, the header is the shared scratch slot.
+  __device__ __forceinline__ bool live() const {
+    return hdr_ != reinterpret_cast<const WarpHeader*>(iket_scratch);
   }
   // cursor is the next event's cursor; a safe-lanes build catches the
   // active lanes up to the furthest first.
