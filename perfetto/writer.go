@@ -53,7 +53,7 @@ type LaunchInfo struct {
 // Stats counts what a [Writer] wrote.
 type Stats struct {
 	Launches      int
-	Warps         int   // warps with a track (started warps)
+	Warps         int   // warps with a track of their own (started warps, less the idle ones)
 	IdleWarps     int   // started warps with no event but their role, folded (see [Writer.AddWarp])
 	Tracks        int   // track descriptors
 	Slices        int64 // slice begin/end pairs

@@ -326,7 +326,7 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 	}
 	defer c.Close()
 	pf := filepath.Join(dir, pftraceFile)
-	if err := writeExport(ctx, c, pf, "pftrace", perfetto.Options{Flows: true, Counters: true}); err != nil {
+	if err := writeExport(ctx, c, pf, "pftrace", perfetto.Options{}); err != nil {
 		return err
 	}
 	if err := writeReport(ctx, c, 0, filepath.Join(dir, reportFile)); err != nil {
