@@ -39,7 +39,7 @@ func FuzzWriter(f *testing.F) {
 			}
 			data = data[8:]
 		}
-		for _, opt := range []Options{{Flows: true, Counters: true}} {
+		for _, opt := range []Options{{Flows: true, Counters: true}, {}, {RawCycles: true, NoSummary: true}} {
 			var buf bytes.Buffer
 			w := NewWriter(&buf, opt)
 			if err := w.BeginLaunch(meta, 0, &meta.Launches[0], LaunchInfo{}); err != nil {
