@@ -36,7 +36,11 @@ func newExportCmd(stdout, stderr io.Writer) *cobra.Command {
 is Perfetto's protobuf trace (open it at ui.perfetto.dev); --format json writes
 Chrome's trace-event JSON for tools that read only that; --format html a
 self-contained report (timeline by role, stats, latency, conditions) that
-needs no network. No GPU is needed.`,
+needs no network. No GPU is needed.
+
+The .pftrace holds every warp's slices and marks (about 24 bytes per recorded
+event) and the launch's summary tracks; --flows adds producer-to-consumer
+arrows and --counters per-CTA counter tracks, each about as large again.`,
 		Example: `  iket export out/trace.iket -o trace.pftrace
   iket export out/trace.iket --format json -o trace.json
   iket export out/trace.iket -o report.html`,
