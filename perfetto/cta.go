@@ -309,23 +309,28 @@ func (w *Writer) modelError(slot uint64, nLanes, i int) error {
 	return &ModelError{Launch: w.li, Slot: slot, Event: i, Msg: "failed the streaming check only (writer bug)"}
 }
 
-// internEvent gives the name of event e, key, its iid and appends
-// interned_data defining it.
-func (w *Writer) internEvent(b []byte, key uint32, e *mev, v *warpView) ([]byte, uint64) {
-	iid := uint64(w.names.add(key))
+// internEvent appends the interned_data event e needs: the definition of
+// its name, key, when iid is 0 (giving it the next iid), and of the debug
+// annotation names of mask ann the sequence lacks. It returns the name's
+// iid.
+func (w *Writer) internEvent(b []byte, key uint32, iid uint64, ann uint16, e *mev, v *warpView) ([]byte, uint64) {
+	if iid != 0 {
+		return w.intern(b, 0, ann, nil), iid
+	}
+	iid = uint64(w.names.add(key))
 	payload := uint16(key)
 	switch e.src() {
 	case srcRange:
 		r := &v.ranges[e.idx]
-		return w.intern(b, iid, func(s []byte) []byte { return appendRangeName(s, w.lm, r.Name, r.Flags, payload) }), iid
+		return w.intern(b, iid, ann, func(s []byte) []byte { return appendRangeName(s, w.lm, r.Name, r.Flags, payload) }), iid
 	case srcMark:
 		name := v.marks[e.idx].Name
-		return w.intern(b, iid, func(s []byte) []byte { return appendName(s, w.lm, name) }), iid
+		return w.intern(b, iid, ann, func(s []byte) []byte { return appendName(s, w.lm, name) }), iid
 	case srcDrop:
-		return w.intern(b, iid, func(s []byte) []byte { return append(s, "dropped events"...) }), iid
+		return w.intern(b, iid, ann, func(s []byte) []byte { return append(s, "dropped events"...) }), iid
 	default:
 		k := v.viols[e.idx].kind
-		return w.intern(b, iid, func(s []byte) []byte { return append(append(s, "violation: "...), k.String()...) }), iid
+		return w.intern(b, iid, ann, func(s []byte) []byte { return append(append(s, "violation: "...), k.String()...) }), iid
 	}
 }
 

@@ -112,14 +112,40 @@ func (w *Writer) encodeEvents(v *warpView, flowHeads []int32, chk []chkState) in
 		// A payload variant past the table's bound: the plain name, with
 		// the payload as an annotation.
 		payloadAnnot := false
-		if iid == 0 && key < keyOwn && uint16(key) != 0 && w.names.full() {
+		if iid == 0 && key < keyOwn && uint16(key) != 0 && w.names.full(key) {
 			key &^= 0xffff
 			payloadAnnot = true
 			iid = uint64(w.names.lookup(key))
 		}
-		if iid == 0 {
+		// The debug annotation names the event uses, interned on the
+		// sequence when first used.
+		var ann uint16
+		switch e.src() {
+		case srcRange:
+			if payloadAnnot {
+				ann |= 1 << daPayload
+			}
+			if raw {
+				ann |= 1<<daStartCycles | 1<<daEndCycles
+			}
+			if r.Flags != 0 {
+				ann |= 1 << daIncomplete
+			}
+		case srcMark:
+			if m.Payload != 0 {
+				ann |= 1 << daPayload
+			}
+			if raw {
+				ann |= 1 << daCycles
+			}
+		case srcDrop:
+			ann = 1<<daDropped | 1<<daAttempted | 1<<daStored | 1<<daDetail
+		default:
+			ann = 1 << daDetail
+		}
+		if iid == 0 || ann&^w.annSeen != 0 {
 			var nb []byte
-			nb, iid = w.internEvent(q[:k], key, e, v)
+			nb, iid = w.internEvent(q[:k], key, iid, ann, e, v)
 			b = grow(nb, packetSlack)
 			k = len(b)
 			q = b[:k+packetSlack]

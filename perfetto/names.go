@@ -4,12 +4,14 @@ import "github.com/iket-trace/iket/trace"
 
 // Event names are interned per launch sequence, numbered 1, 2, ... in order
 // of first use so that an event's name_iid is one or two bytes. A range's
-// name carries its payload (the pipeline stage, a tile index) when the
-// payload is not 0, "compute/2", so that the payload costs nothing per
-// event; a launch whose names take more than maxPayloadNames payload
-// variants shows the payloads of further variants as a debug annotation
-// instead, so that the names a launch interns stay bounded. A mark's
-// payload, often a value of its own, is an annotation when not 0.
+// name carries its payload (the pipeline stage) when the payload is not 0,
+// "compute/2", so that the payload costs nothing per event. The variants
+// are bounded, maxNameVariants per name and maxPayloadNames per launch;
+// past them (a payload that is a tile or loop index) a range shows its
+// payload as a debug annotation on the plain name. The bound matters
+// beyond the file: the trace processor copies a sequence's interned names
+// at every new trace packet default, one per warp. A mark's payload, often
+// a value of its own, is an annotation when not 0.
 //
 // Name keys: range and mark names are name id << 18 | flags << 16 |
 // payload (31 bits, flags = trace.RangeUnclosed|RangeTruncated); the
@@ -19,7 +21,8 @@ const (
 	keyDrop         = keyOwn | 1
 	keyProblem      = keyOwn | 2
 	keyViolation    = keyOwn | 64 // + ViolationKind (< 32)
-	maxPayloadNames = 4096
+	maxPayloadNames = 64
+	maxNameVariants = 8
 )
 
 func rangeKey(name uint16, f trace.RangeFlags, payload uint16) uint32 {
@@ -34,6 +37,7 @@ type iidTable struct {
 	n        int
 	variants int // keys with a payload
 	shift    uint
+	perName  [1 << 13]uint8 // keys with a payload, per name id (saturating)
 }
 
 func (t *iidTable) reset() {
@@ -41,6 +45,7 @@ func (t *iidTable) reset() {
 		t.keys, t.iids, t.shift = make([]uint32, 64), make([]uint32, 64), 32-6
 	}
 	clear(t.keys)
+	clear(t.perName[:])
 	t.n, t.variants = 0, 0
 }
 
@@ -65,6 +70,9 @@ func (t *iidTable) add(key uint32) uint32 {
 	t.n++
 	if key < keyOwn && uint16(key) != 0 {
 		t.variants++
+		if n := &t.perName[key>>18]; *n < 255 {
+			*n++
+		}
 	}
 	mask := len(t.keys) - 1
 	h := int((key+1)*0x9e3779b1>>t.shift) & mask
@@ -92,6 +100,8 @@ func (t *iidTable) grow() {
 	}
 }
 
-// full reports whether a new payload variant must show its payload as an
-// annotation instead of in its name.
-func (t *iidTable) full() bool { return t.variants >= maxPayloadNames }
+// full reports whether key, a new payload variant, must show its payload
+// as an annotation instead of in its name.
+func (t *iidTable) full(key uint32) bool {
+	return t.variants >= maxPayloadNames || t.perName[key>>18] >= maxNameVariants
+}

@@ -107,6 +107,7 @@ type Writer struct {
 	seq      uint32
 	seqField []byte // trusted_packet_sequence_id field of the launch
 	names    iidTable
+	annSeen  uint16 // debug annotation names interned, by iid bit
 	launchID uint64
 	gpuID    uint64
 	haveSlot bool
@@ -150,9 +151,8 @@ func (w *Writer) fail(err error) error {
 	return err
 }
 
-// Debug annotation name iids, interned in the first packet of a sequence.
-// The track says a warp's SM, CTA and warp index; none is repeated per
-// event.
+// Debug annotation name iids, interned on a sequence when first used. The
+// track says a warp's SM, CTA and warp index; none is repeated per event.
 const (
 	daPayload = iota + 1
 	daStartCycles
@@ -189,6 +189,7 @@ func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchM
 	w.seq = uint32(launchIndex) + 1
 	w.seqField = appendVarintField(w.seqField[:0], fPktSequenceID, uint64(w.seq))
 	w.names.reset()
+	w.annSeen = 0
 	w.ts = tsDelta{}
 	w.haveSlot, w.haveT0 = false, false
 	w.smTracks = make(map[uint32]uint64)
@@ -197,20 +198,14 @@ func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchM
 	w.sum.reset(w.opt.SummaryBins)
 	w.stats.Launches++
 
-	// First packet: clears incremental state, interns the debug annotation
-	// names, makes the sequence's timestamps deltas on an incremental clock
-	// (clockIncremental, from 0) and gives that clock BOOTTIME's origin.
+	// First packet: clears incremental state, makes the sequence's
+	// timestamps deltas on an incremental clock (clockIncremental, from 0)
+	// and gives that clock BOOTTIME's origin.
 	w.pk = w.pk[:0]
 	w.pk = appendVarintField(w.pk, fPktSequenceID, uint64(w.seq))
 	w.pk = appendVarintField(w.pk, fPktSequenceFlags, seqIncrementalClear|seqNeedsIncremental)
 	w.pk = appendVarintField(w.pk, fPktFirstOnSequence, 1)
 	w.pk = appendDefaults(w.pk, 0)
-	var at int
-	w.pk, at = openLen(w.pk, fPktInternedData)
-	for i := 1; i < len(annotNames); i++ {
-		w.pk = appendIntern(w.pk, fIDDebugAnnotNames, uint64(i), annotNames[i])
-	}
-	w.pk = closeLen(w.pk, at)
 	w.pk = appendClockSnapshot(w.pk)
 	w.emitPacket()
 
@@ -310,7 +305,7 @@ func (w *Writer) EndLaunch() error {
 			w.pk = w.pk[:0]
 			w.pk = w.packetHead(w.pk, t)
 			var iid uint64
-			w.pk, iid = w.internKey(w.pk, keyProblem, func(b []byte) []byte { return append(b, "problem"...) })
+			w.pk, iid = w.internKey(w.pk, keyProblem, 1<<daDetail, func(b []byte) []byte { return append(b, "problem"...) })
 			var at int
 			w.pk, at = openLen(w.pk, fPktTrackEvent)
 			w.pk = appendVarintField(w.pk, fTEType, typeInstant)
@@ -363,28 +358,48 @@ func (w *Writer) packetHead(b []byte, ts int64) []byte {
 }
 
 // internKey returns the iid of name key and b, to which it appended
-// interned_data defining it when the sequence has not defined it yet; name
-// appends the name's text.
-func (w *Writer) internKey(b []byte, key uint32, name func([]byte) []byte) ([]byte, uint64) {
-	if iid := w.names.lookup(key); iid != 0 {
-		return b, uint64(iid)
+// interned_data defining it when the sequence has not defined it yet, with
+// the debug annotation names of mask ann the sequence lacks; name appends
+// the name's text.
+func (w *Writer) internKey(b []byte, key uint32, ann uint16, name func([]byte) []byte) ([]byte, uint64) {
+	iid := uint64(w.names.lookup(key))
+	if iid != 0 {
+		if ann&^w.annSeen == 0 {
+			return b, iid
+		}
+		return w.intern(b, 0, ann, nil), iid
 	}
-	iid := uint64(w.names.add(key))
-	return w.intern(b, iid, name), iid
+	iid = uint64(w.names.add(key))
+	return w.intern(b, iid, ann, name), iid
 }
 
-// intern appends interned_data defining event name iid and the
-// NEEDS_INCREMENTAL_STATE flag that a packet defining iids carries.
-func (w *Writer) intern(b []byte, iid uint64, name func([]byte) []byte) []byte {
-	w.sc = name(w.sc[:0])
+// intern appends the one interned_data of a packet, defining event name
+// iid (unless 0) and the debug annotation names of mask ann that the
+// sequence has not defined yet, and the NEEDS_INCREMENTAL_STATE flag that a
+// packet defining iids carries. Annotation names are interned when first
+// used, not up front: the trace processor copies a sequence's interned data
+// at every new trace packet default, which each warp sets (see
+// [Writer.trackDesc]), so the sequence keeps only names it uses.
+func (w *Writer) intern(b []byte, iid uint64, ann uint16, name func([]byte) []byte) []byte {
+	ann &^= w.annSeen
+	w.annSeen |= ann
 	var at, at2 int
 	b = appendVarintField(b, fPktSequenceFlags, seqNeedsIncremental)
 	b, at = openLen(b, fPktInternedData)
-	b, at2 = openLen(b, fIDEventNames)
-	b = appendVarintField(b, fInternIID, iid)
-	b = protowire.AppendTag(b, fInternName, protowire.BytesType)
-	b = protowire.AppendBytes(b, w.sc)
-	b = closeLen(b, at2)
+	if iid != 0 {
+		w.sc = name(w.sc[:0])
+		b, at2 = openLen(b, fIDEventNames)
+		b = appendVarintField(b, fInternIID, iid)
+		b = protowire.AppendTag(b, fInternName, protowire.BytesType)
+		b = protowire.AppendBytes(b, w.sc)
+		b = closeLen(b, at2)
+	}
+	for i := 1; ann != 0 && i < len(annotNames); i++ {
+		if ann&(1<<i) != 0 {
+			b = appendIntern(b, fIDDebugAnnotNames, uint64(i), annotNames[i])
+			ann &^= 1 << i
+		}
+	}
 	return closeLen(b, at)
 }
 

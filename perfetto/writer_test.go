@@ -728,3 +728,39 @@ func TestLargeIndices(t *testing.T) {
 		t.Fatalf("CheckValid: %v", err)
 	}
 }
+
+// TestPayloadVariants: a range's payload is in its name for the first
+// maxNameVariants payloads of that name; later ones show the plain name with
+// a payload annotation, so that the names a launch interns stay bounded.
+func TestPayloadVariants(t *testing.T) {
+	ws := testWarps()[:1]
+	ws[0].Marks = nil
+	ws[0].Ranges = nil
+	for i := range int64(maxNameVariants + 3) {
+		ws[0].Ranges = append(ws[0].Ranges, rng(nLoad, uint16(i+1), 10+100*i, 60+100*i, 0))
+	}
+	m := resolve(t, readPackets(t, writeLaunch(t, Options{}, testMeta(), ws)))
+	ev := m.events[m.path(t, "GPU · Test GPU", "launch 0 · warp_roles", "SM 0", "CTA 0", "warp 0 · producer")]
+	var got []string
+	for _, e := range ev {
+		if e.typ != pb.TrackEvent_TYPE_SLICE_BEGIN {
+			continue
+		}
+		s := e.name
+		if p, ok := e.args["payload"]; ok {
+			s += fmt.Sprintf(" payload=%d", p)
+		}
+		got = append(got, s)
+	}
+	var want []string
+	for i := range maxNameVariants + 3 {
+		if i < maxNameVariants {
+			want = append(want, fmt.Sprintf("producer_load/%d", i+1))
+		} else {
+			want = append(want, fmt.Sprintf("producer_load payload=%d", i+1))
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("slice names (-want +got):\n%s", diff)
+	}
+}
