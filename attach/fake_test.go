@@ -99,7 +99,7 @@ func buildFake(t *testing.T) (libDir, app string) {
 			fake.err = err.Error()
 			return
 		}
-		if err := fakeCompile("-o", app, "fakeapp.c", "-L", dir, "-lcuda", "-Wl,-rpath,$ORIGIN"); err != nil {
+		if err := fakeCompile("-o", app, "fakeapp.c", "-L", dir, "-lcuda", "-Wl,-rpath,$ORIGIN", "-Wl,--disable-new-dtags"); err != nil {
 			fake.err = err.Error()
 			return
 		}

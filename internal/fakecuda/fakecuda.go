@@ -48,7 +48,9 @@ func compile(cc []string, args ...string) error {
 // Build compiles the fake into dir: dir/libcuda.so.1 (the fake driver,
 // which is also the fake CUPTI: give its path as IKET_CUPTI_LIB),
 // dir/libcuda.so (a link to it) and dir/fakeapp (which loads
-// dir/libcuda.so.1 through an rpath of $ORIGIN). It returns fakeapp's path.
+// dir/libcuda.so.1 through an rpath of $ORIGIN, searched before
+// LD_LIBRARY_PATH, so a machine with a real driver on that path still runs
+// the fake). It returns fakeapp's path.
 func Build(dir string) (app string, err error) {
 	cc, err := compiler()
 	if err != nil {
@@ -62,7 +64,7 @@ func Build(dir string) (app string, err error) {
 	if err := os.Symlink("libcuda.so.1", filepath.Join(dir, "libcuda.so")); err != nil && !os.IsExist(err) {
 		return "", err
 	}
-	if err := compile(cc, "-o", app, "fakeapp.c", "-L", dir, "-lcuda", "-Wl,-rpath,$ORIGIN"); err != nil {
+	if err := compile(cc, "-o", app, "fakeapp.c", "-L", dir, "-lcuda", "-Wl,-rpath,$ORIGIN", "-Wl,--disable-new-dtags"); err != nil {
 		return "", err
 	}
 	return app, nil
