@@ -25,6 +25,17 @@ const GEMMName = "gemm_h200.iket"
 // scripts/overhead.sh on the H200.
 const PipelineName = "pipeline_h200.iket"
 
+// AppCppName and AppPyName are captures of the example application
+// (examples/app: a producer warp and two consumer warps per CTA handing
+// tiles over named barriers), traced inside the application by
+// `iket run -- CMD` on the H200 (scripts/gpu-app.sh, steps fixture-cpp and
+// fixture-py): built with nvcc and launched with <<<>>>, and compiled by
+// NVRTC through CuPy from Python.
+const (
+	AppCppName = "app_cpp_h200.iket"
+	AppPyName  = "app_py_h200.iket"
+)
+
 // WarpRolesH200 returns the bundled warp_roles capture. The caller owns the
 // returned slice.
 func WarpRolesH200() ([]byte, error) { return Capture(WarpRolesName) }

@@ -1,0 +1,92 @@
+package bundled_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/iket-trace/iket/internal/bundled"
+	"github.com/iket-trace/iket/trace"
+)
+
+// The captures `iket run -- CMD` recorded inside the example application on
+// the H200 carry the process, the kernel's names and resources, and decode:
+// the consumers' ranges whole, the producer warps flagged for the lane-0
+// end mark the header's lane rule does not allow yet.
+func TestAppCaptures(t *testing.T) {
+	for _, tc := range []struct {
+		name, exe string
+		occurrence uint64
+	}{
+		{bundled.AppCppName, "/tmp/iket-app/app", 1},
+		{bundled.AppPyName, "python3", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := bundled.Capture(tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := trace.Read(bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			if !c.Checked() {
+				t.Error("capture has no checksums")
+			}
+			p := c.Meta.Process
+			if p == nil || p.PID <= 0 || p.Rank != -1 || !strings.Contains(p.Exe, tc.exe) {
+				t.Errorf("process %+v, want a pid, rank -1 and an executable like %q", p, tc.exe)
+			}
+			if d := c.Meta.Device; d == nil || !strings.Contains(d.Name, "H200") || d.SMs != 132 || !strings.HasPrefix(d.UUID, "GPU-") {
+				t.Errorf("device %+v", d)
+			}
+			if c.NumLaunches() != 1 {
+				t.Fatalf("%d launches, want 1", c.NumLaunches())
+			}
+			l := c.Launch(0).Meta
+			if l.Kernel != "app::pipeline<4, 2>" || l.Mangled != "_ZN3app8pipelineILi4ELi2EEEvPKfPfi" || l.Occurrence != tc.occurrence {
+				t.Errorf("kernel %q (%q), occurrence %d", l.Kernel, l.Mangled, l.Occurrence)
+			}
+			if r := l.Resources; r == nil || r.Registers == 0 || r.StaticSharedBytes < 16384 || r.MaxActiveCTAsPerSM == 0 {
+				t.Errorf("resources %+v", r)
+			}
+			if h := l.HostClock; h == nil || h.MonotonicAfter <= h.MonotonicBefore || h.RealtimeAfter <= h.RealtimeBefore {
+				t.Errorf("host clocks %+v", h)
+			}
+			d, err := trace.NewDecoder(c.Launch(0), trace.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w trace.Warp
+			ranges := map[string]int{}
+			flagged := 0
+			for {
+				err := d.Next(&w)
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("decode: %v", err)
+				}
+				role := l.NameText(w.Role)
+				if w.LanesDiverged {
+					flagged++
+					if role != "producer" {
+						t.Errorf("warp %d (%s) flagged for its lanes", w.Slot, role)
+					}
+					continue
+				}
+				for _, r := range w.Ranges {
+					ranges[role+":"+l.NameText(r.Name)]++
+				}
+			}
+			// 4 CTAs, two consumer warps each, 16 tiles: a wait and a
+			// compute range per tile and warp.
+			if ranges["consumer:wait_full"] != 128 || ranges["consumer:compute"] != 128 || flagged != 4 {
+				t.Errorf("ranges %v, %d producer warps flagged; want 128 of each consumer range and 4", ranges, flagged)
+			}
+		})
+	}
+}
