@@ -17,7 +17,7 @@ import (
 // end mark the header's lane rule does not allow yet.
 func TestAppCaptures(t *testing.T) {
 	for _, tc := range []struct {
-		name, exe string
+		name, exe  string
 		occurrence uint64
 	}{
 		{bundled.AppCppName, "/tmp/iket-app/app", 1},
