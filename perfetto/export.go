@@ -1,7 +1,6 @@
 package perfetto
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -19,7 +18,6 @@ func ExportCapture(out io.Writer, c *trace.Capture, opt Options) error {
 
 // exportWith is ExportCapture on a Writer of the caller's.
 func exportWith(w *Writer, c *trace.Capture) error {
-	var wp trace.Warp
 	for i := range c.NumLaunches() {
 		l := c.Launch(i)
 		d, err := trace.NewDecoder(l, trace.Options{})
@@ -30,22 +28,12 @@ func exportWith(w *Writer, c *trace.Capture) error {
 		if err := w.BeginLaunch(&c.Meta, i, l.Meta, info); err != nil {
 			return fmt.Errorf("export launch %d (%s): %w", i, l.Meta.Kernel, err)
 		}
-		for {
-			err := d.Next(&wp)
-			if err == io.EOF {
-				break
-			}
-			var we *trace.WarpError
-			if errors.As(err, &we) {
-				w.AddProblem(we.Error())
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("export launch %d (%s): %w", i, l.Meta.Kernel, err)
-			}
-			if err := w.AddWarp(&wp); err != nil {
-				return fmt.Errorf("export launch %d (%s): %w", i, l.Meta.Kernel, err)
-			}
+		err = d.Each(w.AddWarp, func(we *trace.WarpError) error {
+			w.AddProblem(we.Error())
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("export launch %d (%s): %w", i, l.Meta.Kernel, err)
 		}
 		if err := w.EndLaunch(); err != nil {
 			return fmt.Errorf("export launch %d (%s): %w", i, l.Meta.Kernel, err)

@@ -3,7 +3,6 @@ package perfetto
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -33,7 +32,6 @@ func WriteJSON(out io.Writer, c *trace.Capture) error {
 	j.b = strconv.AppendInt(j.b[:0], origin, 10)
 	j.raw(string(j.b))
 	j.raw(`},"traceEvents":[` + "\n")
-	var wp trace.Warp
 	for i := range c.NumLaunches() {
 		l := c.Launch(i)
 		d, err := trace.NewDecoder(l, trace.Options{})
@@ -43,23 +41,18 @@ func WriteJSON(out io.Writer, c *trace.Capture) error {
 		pid := i + 1
 		j.meta(pid, 0, "process_name", fmt.Sprintf("launch %d · %s", i, l.Meta.Kernel))
 		j.metaInt(pid, 0, "process_sort_index", int64(i))
-		for {
-			err := d.Next(&wp)
-			if err == io.EOF {
-				break
-			}
-			var we *trace.WarpError
-			if errors.As(err, &we) {
-				j.meta(pid, 0, "thread_name", "problems")
-				j.instant(pid, 0, 0, we.Error(), "", "")
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("write json: launch %d: %w", i, err)
-			}
+		err = d.Each(func(wp *trace.Warp) error {
 			if wp.Started {
-				j.warp(pid, l.Meta, &wp)
+				j.warp(pid, l.Meta, wp)
 			}
+			return nil
+		}, func(we *trace.WarpError) error {
+			j.meta(pid, 0, "thread_name", "problems")
+			j.instant(pid, 0, 0, we.Error(), "", "")
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("write json: launch %d: %w", i, err)
 		}
 	}
 	j.raw("{}]}\n")

@@ -3,7 +3,6 @@ package trace
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 )
@@ -124,19 +123,7 @@ func MarkSpread(l *Launch, mark string, opt Options) (SpreadResult, error) {
 	ref := fits[0].RefNs
 	var times []markTime
 	sms := map[uint32]bool{}
-	var w Warp
-	for {
-		err := d.Next(&w)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		var we *WarpError
-		if errors.As(err, &we) {
-			res.SkippedWarps++
-			continue
-		} else if err != nil {
-			return res, fmt.Errorf("mark spread: launch %d: %w", l.Index, err)
-		}
+	err = d.Each(func(w *Warp) error {
 		fit := d.Clock(w.SM)
 		seen := false
 		for _, m := range w.Marks {
@@ -151,6 +138,13 @@ func MarkSpread(l *Launch, mark string, opt Options) (SpreadResult, error) {
 			res.Warps++
 			sms[w.SM] = true
 		}
+		return nil
+	}, func(*WarpError) error {
+		res.SkippedWarps++
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("mark spread: launch %d: %w", l.Index, err)
 	}
 	res.SMs = len(sms)
 	if len(times) == 0 {

@@ -518,6 +518,36 @@ func (d *Decoder) Next(w *Warp) error {
 	return nil
 }
 
+// Each decodes the rest of the pass, calling fn with each warp slot in
+// order ([Decoder.Next]); w is reused between calls, so fn copies what it
+// keeps. A slot that breaks the format ([*WarpError]) goes to bad instead,
+// or is passed over when bad is nil; either way it stays in the
+// [Summary] and in [Decoder.Err]. Each returns nil after the last slot, or
+// the first error fn or bad returned, which stops the pass.
+func (d *Decoder) Each(fn func(w *Warp) error, bad func(e *WarpError) error) error {
+	var w Warp
+	for {
+		err := d.Next(&w)
+		if err == io.EOF {
+			return nil
+		}
+		if we, ok := err.(*WarpError); ok {
+			if bad != nil {
+				if err := bad(we); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(&w); err != nil {
+			return err
+		}
+	}
+}
+
 func (d *Decoder) warpErr(e *WarpError) error {
 	d.sum.WarpErrors++
 	d.errs.add(e)

@@ -416,6 +416,23 @@ func TestWarpErrors(t *testing.T) {
 			if s := d.Summary(); s.WarpErrors != 1 || s.Warps != 3 {
 				t.Errorf("summary %+v", s)
 			}
+			d.Reset()
+			var warps, bad int
+			err = d.Each(func(*trace.Warp) error { warps++; return nil }, func(*trace.WarpError) error { bad++; return nil })
+			if err != nil || warps != 2 || bad != 1 {
+				t.Errorf("Each: %d warps, %d bad, error %v; want 2, 1, nil", warps, bad, err)
+			}
+			d.Reset()
+			stop := errors.New("stop")
+			err = d.Each(func(*trace.Warp) error { return stop }, nil)
+			if !errors.Is(err, stop) || d.Summary().Warps != 1 {
+				t.Errorf("Each stopped by fn: error %v after %d warps, want stop after 1", err, d.Summary().Warps)
+			}
+			d.Reset()
+			err = d.Each(func(*trace.Warp) error { return nil }, func(e *trace.WarpError) error { return e })
+			if !errors.Is(err, trace.ErrCorruptWarp) || d.Summary().Warps != 2 {
+				t.Errorf("Each stopped by bad: error %v after %d warps, want a corrupt warp after 2", err, d.Summary().Warps)
+			}
 			if _, err := trace.Validate(c.Launch(0), trace.Options{}); !errors.Is(err, trace.ErrCorruptWarp) {
 				t.Errorf("Validate: %v", err)
 			}

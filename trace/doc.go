@@ -33,6 +33,8 @@
 //	}
 //	sum, problems := d.Summary(), d.Err()
 //
-// [Validate] does that pass and returns the joined violations. Violations
+// [Decoder.Each] writes that loop once: it calls a function per warp and
+// another per corrupt slot. [Validate] does that pass and returns the joined
+// violations. Violations
 // match their kind with errors.Is (errors.Is(err, trace.PopMismatch)).
 package trace

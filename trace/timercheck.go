@@ -1,9 +1,7 @@
 package trace
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 )
@@ -60,18 +58,7 @@ func CheckTimer(l *Launch, mark string, opt Options) (TimerCheck, error) {
 	}
 	per := map[uint32]*acc{}
 	var sum float64
-	var w Warp
-	for {
-		err := d.Next(&w)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		var we *WarpError
-		if errors.As(err, &we) {
-			continue
-		} else if err != nil {
-			return res, fmt.Errorf("check timer: %w", err)
-		}
+	err = d.Each(func(w *Warp) error {
 		fit := d.Clock(w.SM)
 		for _, m := range w.Marks {
 			if m.Name != id {
@@ -93,6 +80,10 @@ func CheckTimer(l *Launch, mark string, opt Options) (TimerCheck, error) {
 			res.MinNs = math.Min(res.MinNs, e)
 			res.MaxNs = math.Max(res.MaxNs, e)
 		}
+		return nil
+	}, nil)
+	if err != nil {
+		return res, fmt.Errorf("check timer: %w", err)
 	}
 	if res.Samples == 0 {
 		return res, fmt.Errorf("check timer: launch %d (%s): MARK %s: %w", l.Index, l.Meta.Kernel, mark, ErrNoMarks)

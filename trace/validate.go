@@ -1,10 +1,6 @@
 package trace
 
-import (
-	"errors"
-	"fmt"
-	"io"
-)
+import "fmt"
 
 // Validate decodes every warp of l and returns the pass's [Summary] and its
 // problems: nil when the launch is clean, otherwise the errors.Join of every
@@ -17,16 +13,8 @@ func Validate(l *Launch, opt Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, fmt.Errorf("validate: %w", err)
 	}
-	var w Warp
-	for {
-		err := d.Next(&w)
-		if err == io.EOF {
-			break
-		}
-		var we *WarpError
-		if err != nil && !errors.As(err, &we) {
-			return d.Summary(), fmt.Errorf("validate: %w", err)
-		}
+	if err := d.Each(func(*Warp) error { return nil }, nil); err != nil {
+		return d.Summary(), fmt.Errorf("validate: %w", err)
 	}
 	return d.Summary(), d.Err()
 }

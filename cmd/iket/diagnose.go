@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -32,23 +31,15 @@ func diagnoseHang(l *trace.Launch) (*hangReport, error) {
 	}
 	r := &hangReport{}
 	groups := map[hangGroup]int{}
-	var w trace.Warp
-	for {
-		err := d.Next(&w)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	err = d.Each(func(w *trace.Warp) error {
 		r.Warps++
 		switch {
 		case !w.Started:
 			r.NeverStarted++
-			continue
+			return nil
 		case w.Finished:
 			r.Finished++
-			continue
+			return nil
 		}
 		r.Running++
 		role := "(no role)"
@@ -76,6 +67,10 @@ func diagnoseHang(l *trace.Launch) (*hangReport, error) {
 			r.Examples = append(r.Examples, fmt.Sprintf("warp slot %d (sm %d, cta %d,%d,%d, warp %d, %s): %s; open: %s",
 				w.Slot, w.SM, w.CTA[0], w.CTA[1], w.CTA[2], w.Warp, role, last, strings.Join(open, " > ")))
 		}
+		return nil
+	}, func(e *trace.WarpError) error { return e })
+	if err != nil {
+		return nil, err
 	}
 	for g, n := range groups {
 		g.Warps = n
