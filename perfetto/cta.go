@@ -397,9 +397,8 @@ func dropText(m trace.Mode) string {
 
 // delta is a +1/-1 step of a counter at a time.
 type delta struct {
-	t   int64
-	key uint32
-	d   int64
+	t int64
+	d int64
 }
 
 type keyCount struct {

@@ -89,7 +89,6 @@ type Writer struct {
 	zbuf  bytes.Buffer
 	zw    *zlib.Writer
 	pk    []byte // scratch packet body
-	te    []byte // scratch track event
 	sc    []byte // scratch strings
 	desc  []byte // scratch track descriptions
 

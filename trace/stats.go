@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -640,14 +639,4 @@ func (s *logSketch) quantile(p float64) float64 {
 		return 0
 	}
 	return s.atRank(nearestRank(p, s.n))
-}
-
-// sortedNames returns the keys of m in id order.
-func sortedNames[V any](m map[uint16]V) []uint16 {
-	ks := make([]uint16, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.SortFunc(ks, cmp.Compare[uint16])
-	return ks
 }
