@@ -66,6 +66,7 @@ paired ratios and every round kept) and writes, in the output folder:
 
   trace.iket     the raw capture: every warp's buffer, the launch, the device
   trace.pftrace  the Perfetto trace (GPU > launch > SM > CTA > warp)
+  report.html    a self-contained timeline, stats and latency page
   latency.json   uninstrumented vs instrumented latency and the conditions
 
 KERNEL is a built-in program's name or its source file (built-ins: ` + builtinNames() + `);
