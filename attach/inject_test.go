@@ -300,6 +300,18 @@ func TestInject(t *testing.T) {
 			},
 		},
 		{
+			name: "a program that crashes after its traced launch keeps it",
+			args: []string{"--launches", "2", "--crash"},
+			check: func(t *testing.T, r *Result) {
+				if r.ExitCode != 128+11 || r.Signal == "" {
+					t.Errorf("exit %d (%q), want 139 by SIGSEGV", r.ExitCode, r.Signal)
+				}
+				if n := len(one(t, r).Traced()); n != 1 {
+					t.Errorf("%d traced launches, want the one before the crash", n)
+				}
+			},
+		},
+		{
 			name: "time mode times the listed occurrences of any kernel",
 			args: []string{"--uninstrumented", "--launches", "4"},
 			opt:  Options{Mode: ModeTime, Times: map[string][]uint64{"_Z8pipelinePfS_i": {1, 3}}},
