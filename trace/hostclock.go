@@ -1,0 +1,126 @@
+package trace
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNoHostClock is matched (errors.Is) by [AlignHost]'s error for a launch
+// whose metadata has no host clocks: only launches that `iket run -- CMD`
+// traced inside an application have them.
+var ErrNoHostClock = errors.New("launch has no host clock")
+
+// HostAlignment maps a launch's GPU times (%globaltimer ns, the timeline
+// [Event.Time] and [Range.Start] are on) onto the host's CLOCK_REALTIME:
+//
+//	realtime = globaltimer + OffsetNs, within ± UncertaintyNs
+//
+// The launch's GPU interval, from its earliest warp start anchor to its
+// latest anchor, ran inside the host interval from the realtime read right
+// before the launch was issued to the one read right after it was seen
+// complete. OffsetNs centres the GPU interval in the host interval; any
+// offset that keeps it inside is at most half the slack away, which is
+// UncertaintyNs (docs/CLOCKS.md, "Aligning with the host").
+type HostAlignment struct {
+	OffsetNs      int64
+	UncertaintyNs int64 // half the slack rounded up; 0 when the slack is negative
+	// SlackNs is the host interval's length minus the GPU interval's. It is
+	// negative when the GPU interval does not fit in the host interval, which
+	// the two clocks' rates disagreeing over the launch, or a corrupt anchor,
+	// would cause; the offset still centres it.
+	SlackNs int64
+	// GPUStart and GPUEnd are the GPU interval, globaltimer ns.
+	GPUStart, GPUEnd int64
+}
+
+// AlignHost computes l's [HostAlignment] from its host clocks and its warp
+// headers' anchors, reading the headers (64 bytes per warp slot). It returns
+// an error matching [ErrNoHostClock] when l has no host clocks, and an error
+// when no warp of l started or a header cannot be read.
+func AlignHost(l *Launch) (HostAlignment, error) {
+	hc := l.Meta.HostClock
+	if hc == nil {
+		return HostAlignment{}, fmt.Errorf("align launch %d (%s) with the host: %w", l.Index, l.Meta.Kernel, ErrNoHostClock)
+	}
+	start, end, ok, err := gpuInterval(l)
+	if err != nil {
+		return HostAlignment{}, fmt.Errorf("align launch %d (%s) with the host: %w", l.Index, l.Meta.Kernel, err)
+	}
+	if !ok {
+		return HostAlignment{}, fmt.Errorf("align launch %d (%s) with the host: no warp started, so the launch has no GPU time", l.Index, l.Meta.Kernel)
+	}
+	return alignInterval(hc, start, end), nil
+}
+
+// HostOffset returns the offset that maps l's GPU times onto the host's
+// CLOCK_REALTIME (realtime = globaltimer + offsetNs) and its uncertainty,
+// as [AlignHost] computes them; ok is false when AlignHost fails (no host
+// clocks, no started warp, an unreadable header).
+func HostOffset(l *Launch) (offsetNs, uncertaintyNs int64, ok bool) {
+	a, err := AlignHost(l)
+	if err != nil {
+		return 0, 0, false
+	}
+	return a.OffsetNs, a.UncertaintyNs, true
+}
+
+// alignInterval centres the GPU interval [start, end] in hc's realtime
+// interval. The differences are taken before any sum, so values near 2^62
+// do not overflow.
+func alignInterval(hc *HostClock, start, end int64) HostAlignment {
+	slack := (hc.RealtimeAfter - hc.RealtimeBefore) - (end - start)
+	a := HostAlignment{SlackNs: slack, GPUStart: start, GPUEnd: end}
+	// The GPU start lies in [before, before+slack]; placing it at
+	// before+slack/2 (truncated) is at most ceil(slack/2) from either end.
+	a.OffsetNs = hc.RealtimeBefore - start + slack/2
+	if slack > 0 {
+		a.UncertaintyNs = slack - slack/2
+	}
+	return a
+}
+
+// gpuInterval returns the earliest start anchor and the latest anchor (end
+// anchors of finished warps, start anchors of the others) of l's started
+// warps, reading the headers a chunk of slots at a time when the stride is
+// small. Headers that are not a started warp's, or whose end anchor is
+// before their start, are skipped, as the decoder skips them.
+func gpuInterval(l *Launch) (start, end int64, ok bool, err error) {
+	m := l.Meta
+	stride := m.Stride()
+	per := int64(1)
+	if stride <= 512 {
+		per = (256 << 10) / stride
+	}
+	var chunk []byte
+	var h WarpHeader
+	for first := uint64(0); first < m.Warps; first += uint64(per) {
+		n := min(uint64(per), m.Warps-first)
+		size := int64(n-1)*stride + WarpHeaderSize
+		if int64(cap(chunk)) < size {
+			chunk = make([]byte, size)
+		}
+		chunk = chunk[:size]
+		off := m.Offset + int64(first)*stride
+		if err := readAt(l.c.r, chunk, off); err != nil {
+			return 0, 0, false, fmt.Errorf("read warp headers at offset %d: %w", off, err)
+		}
+		for k := uint64(0); k < n; k++ {
+			DecodeWarpHeader(chunk[int64(k)*stride:], &h)
+			if !h.Started() || (h.Finished() && h.EndGlobaltimer < h.StartGlobaltimer) || h.StartGlobaltimer > 1<<62 || h.EndGlobaltimer > 1<<62 {
+				continue
+			}
+			s, e := int64(h.StartGlobaltimer), int64(h.StartGlobaltimer)
+			if h.Finished() {
+				e = int64(h.EndGlobaltimer)
+			}
+			if !ok || s < start {
+				start = s
+			}
+			if !ok || e > end {
+				end = e
+			}
+			ok = true
+		}
+	}
+	return start, end, ok, nil
+}
