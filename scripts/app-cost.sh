@@ -19,7 +19,7 @@ IKET=$PWD/bin/iket
 A=examples/app
 ARCH=${ARCH:--gencode=arch=compute_90a,code=sm_90a}
 [ $# -eq 0 ] && set -- default=
-build() { nvcc -O3 -std=c++17 $ARCH -Ikernels/include -I$A "$@" $A/main.cu $A/scale.cu; }
+build() { nvcc -O3 -std=c++17 $ARCH "$@" -Ikernels/include -I$A $A/main.cu $A/scale.cu; } # flags first: an -I of theirs wins
 build -o "$W/plain" || exit 1
 us() { "$@" --launches 200 | sed -n 's/.*: \([0-9.]*\) us per launch.*/\1/p'; }
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
