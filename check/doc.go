@@ -23,7 +23,7 @@
 // A range may be role-qualified ("producer:load"); a plain name means the
 // one role that ran it, or every role when several did.
 //
-// [Evaluate] turns rules and an [Input] (the launch's [trace.Analyzer] and
-// decoder summary) into [Result] values; [WriteTable], [WriteJSON] and
+// [Evaluate] turns rules and a [trace.Analysis] (one launch decoded once by
+// [trace.Analyze]) into [Result] values; [WriteTable], [WriteJSON] and
 // [WriteJUnit] report them. docs/CI.md defines every rule precisely.
 package check

@@ -1,8 +1,7 @@
 package check
 
 import (
-	"errors"
-	"io"
+	"context"
 	"math"
 	"testing"
 
@@ -10,8 +9,8 @@ import (
 	"github.com/iket-trace/iket/trace"
 )
 
-// decode runs one Decoder pass over an emulated launch, as iket check does.
-func decode(t *testing.T, l *emu.Launch) Input {
+// decode analyses an emulated launch, as iket check does.
+func decode(t *testing.T, l *emu.Launch) *trace.Analysis {
 	t.Helper()
 	data, err := l.Capture()
 	if err != nil {
@@ -22,26 +21,11 @@ func decode(t *testing.T, l *emu.Launch) Input {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	launch := c.Launch(0)
-	d, err := trace.NewDecoder(launch, trace.Options{Strict: true})
+	a, err := trace.Analyze(context.Background(), c.Launch(0), trace.Options{Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := Input{Meta: launch.Meta, Analyzer: trace.NewAnalyzer(launch.Meta)}
-	var w trace.Warp
-	for {
-		err := d.Next(&w)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		in.Analyzer.Add(&w)
-		in.Violations = append(in.Violations, w.Violations...)
-	}
-	in.Summary = d.Summary()
-	return in
+	return a
 }
 
 // TestEmulatedPipeline checks rules end to end on the emulator's
@@ -66,7 +50,7 @@ func TestEmulatedPipeline(t *testing.T) {
 			mustRule(t, "p50(compute) >= 1009ns"),
 			mustRule(t, "overlap(load, compute) >= 0"),
 		}
-		for _, r := range Evaluate(rules, in) {
+		for _, r := range Evaluate(rules, in, nil) {
 			if !r.Pass {
 				t.Errorf("overlap %g: %s failed: value %g: %s (worst %s)", ov, r.Rule.Expr, r.Value, r.Message, r.Worst)
 			}

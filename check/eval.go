@@ -10,24 +10,6 @@ import (
 	"github.com/iket-trace/iket/trace"
 )
 
-// Input is what rules are evaluated against: one launch, decoded once with
-// every warp added to Analyzer (in slot order). A CLI fills it from one
-// [trace.Decoder] pass.
-type Input struct {
-	Meta     *trace.LaunchMeta
-	Analyzer *trace.Analyzer
-	// Summary is the decoder's summary of the pass ([trace.Decoder.Summary]);
-	// strict counts its violations.
-	Summary trace.Summary
-	// Violations are the first violations of the pass (any number; they
-	// only name the first problem in messages).
-	Violations []trace.Violation
-	// Baseline, when not nil, is the input that rules relative to a
-	// baseline ("p50(consumer:compute) <= 1.05 * baseline") measure their
-	// bound on.
-	Baseline *Input
-}
-
 // Result is the outcome of one rule.
 type Result struct {
 	Rule Rule `json:"rule"`
@@ -47,15 +29,22 @@ type Result struct {
 	failed bool // the rule could not be evaluated
 }
 
-// Evaluate evaluates every rule and returns one Result per rule, in order.
-// A rule that cannot be evaluated (an unknown range or role, a range that
-// never ran, no latency measurement, a missing analyzer) fails with a
-// message saying why.
-func Evaluate(rules []Rule, in Input) []Result {
+// Evaluate evaluates every rule against the analysis of one launch
+// ([trace.Analyze]) and returns one Result per rule, in order. Rules
+// relative to a baseline ("p50(consumer:compute) <= 1.05 * baseline")
+// measure their bound on baseline, which may be nil when there are none. A
+// rule that cannot be evaluated (an unknown range or role, a range that
+// never ran, no latency measurement, no analyzer, no baseline) fails with
+// a message saying why. in may be nil: then only strict and latency_ratio
+// can pass.
+func Evaluate(rules []Rule, in, baseline *trace.Analysis) []Result {
+	if in == nil {
+		in = &trace.Analysis{}
+	}
 	out := make([]Result, 0, len(rules))
 	for _, r := range rules {
 		res := Result{Rule: r, Bound: r.Bound}
-		if r.Baseline && !baselineBound(&res, in) {
+		if r.Baseline && !baselineBound(&res, baseline) {
 			out = append(out, res)
 			continue
 		}
@@ -70,10 +59,10 @@ func Evaluate(rules []Rule, in Input) []Result {
 
 // baselineBound sets res.Bound to the rule's factor times its measure on
 // the baseline, or fails res and returns false.
-func baselineBound(res *Result, in Input) bool {
+func baselineBound(res *Result, baseline *trace.Analysis) bool {
 	r := &res.Rule
 	switch {
-	case in.Baseline == nil:
+	case baseline == nil:
 		res.fail("the rule is relative to a baseline and none was given (iket check --baseline BASE.iket)")
 		return false
 	case r.Kind == KindStrict || r.Kind == KindNoDrops || r.Kind == KindBefore:
@@ -81,7 +70,7 @@ func baselineBound(res *Result, in Input) bool {
 		return false
 	}
 	b := Result{Rule: *r}
-	eval(&b, *in.Baseline)
+	eval(&b, baseline)
 	if b.failed {
 		res.fail("on the baseline: %s", b.Message)
 		return false
@@ -100,7 +89,7 @@ func (res *Result) fail(format string, a ...any) {
 	res.Message = fmt.Sprintf(format, a...)
 }
 
-func eval(res *Result, in Input) {
+func eval(res *Result, in *trace.Analysis) {
 	r := &res.Rule
 	if in.Analyzer == nil && r.Kind != KindStrict && r.Kind != KindLatencyRatio {
 		res.fail("no analysis to check %s against", r.Func)
@@ -131,7 +120,7 @@ func eval(res *Result, in Input) {
 }
 
 // evalStrict: every violation but drops, plus corrupt warp slots.
-func evalStrict(res *Result, in Input) {
+func evalStrict(res *Result, in *trace.Analysis) {
 	s := in.Summary
 	var kinds []string
 	n := 0
@@ -174,7 +163,7 @@ func evalStrict(res *Result, in Input) {
 	}
 }
 
-func evalNoDrops(res *Result, in Input) {
+func evalNoDrops(res *Result, in *trace.Analysis) {
 	d := in.Analyzer.Drops()
 	res.Value = float64(max(d.Total, in.Summary.Dropped))
 	res.Pass = res.Value == 0
@@ -197,14 +186,14 @@ func evalNoDrops(res *Result, in Input) {
 		atLeast, uint64(res.Value), atLeast, d.Attempted, len(d.Warps), metaCapacity(in), metaMode(in))
 }
 
-func metaCapacity(in Input) uint32 {
+func metaCapacity(in *trace.Analysis) uint32 {
 	if in.Meta == nil {
 		return 0
 	}
 	return in.Meta.Capacity
 }
 
-func metaMode(in Input) trace.Mode {
+func metaMode(in *trace.Analysis) trace.Mode {
 	if in.Meta == nil {
 		return "unknown"
 	}
@@ -215,7 +204,7 @@ func ctaString(c trace.CTAOverlap) string {
 	return fmt.Sprintf("cta %d,%d,%d: %.3f (%d of %d ns)", c.CTA[0], c.CTA[1], c.CTA[2], c.Share, c.OverlappedNs, c.ActiveNs)
 }
 
-func evalOverlap(res *Result, in Input) {
+func evalOverlap(res *Result, in *trace.Analysis) {
 	r := &res.Rule
 	o, err := in.Analyzer.Overlap(r.Args[0], r.Args[1])
 	if err != nil {
@@ -239,7 +228,7 @@ func evalOverlap(res *Result, in Input) {
 	res.Message = fmt.Sprintf("lowest CTA overlap %.3f (overall %.3f over %d CTAs)", o.MinCTA, o.Overall, o.CTAs)
 }
 
-func evalDuration(res *Result, in Input) {
+func evalDuration(res *Result, in *trace.Analysis) {
 	r := &res.Rule
 	s, err := in.Analyzer.RangeStat(r.Role, r.Args[0])
 	if err != nil {
@@ -277,7 +266,7 @@ func evalDuration(res *Result, in Input) {
 	res.Message = fmt.Sprintf("%s of %d %s ranges%s is %s%s", r.Func, s.Count, r.Args[0], who, FormatNs(res.Value), approx)
 }
 
-func evalCount(res *Result, in Input) {
+func evalCount(res *Result, in *trace.Analysis) {
 	r := &res.Rule
 	s, err := in.Analyzer.RangeStat(r.Role, r.Args[0])
 	if err != nil {
@@ -305,7 +294,7 @@ func evalCount(res *Result, in Input) {
 	res.Message = fmt.Sprintf("the %d warps of role %s ran %d to %d %s ranges each", s.RoleWarps, r.Role, s.MinPerWarp, s.MaxPerWarp, r.Args[0])
 }
 
-func evalBefore(res *Result, in Input) {
+func evalBefore(res *Result, in *trace.Analysis) {
 	r := &res.Rule
 	o, err := in.Analyzer.Order(r.Args[0], r.Args[1])
 	if err != nil {
@@ -324,7 +313,7 @@ func evalBefore(res *Result, in Input) {
 	res.Message = fmt.Sprintf("%d of %d %s ranges started before their matching %s ended", o.Violations, o.Checked, r.Args[1], r.Args[0])
 }
 
-func evalLag(res *Result, in Input) {
+func evalLag(res *Result, in *trace.Analysis) {
 	r := &res.Rule
 	l, err := in.Analyzer.Lag(r.Args[0], r.Args[1])
 	if err != nil {
@@ -360,7 +349,7 @@ func evalLag(res *Result, in Input) {
 		r.Func, r.Args[0], r.Args[1], l.Count, FormatNs(res.Value), approx, l.Early, l.Unmatched)
 }
 
-func evalBubble(res *Result, in Input) {
+func evalBubble(res *Result, in *trace.Analysis) {
 	r := &res.Rule
 	b, err := in.Analyzer.Bubble(r.Args[0], r.Args[1])
 	if err != nil {
@@ -385,7 +374,7 @@ func evalBubble(res *Result, in Input) {
 // a latency measurement.
 var ErrNoLatency = errors.New("the capture has no latency measurement (iket run times the instrumented and uninstrumented builds and stores it)")
 
-func evalLatency(res *Result, in Input) {
+func evalLatency(res *Result, in *trace.Analysis) {
 	if in.Meta == nil || in.Meta.Latency == nil {
 		res.fail("%v", ErrNoLatency)
 		return

@@ -101,23 +101,23 @@ func TestEvaluate(t *testing.T) {
 	withLatency := *meta
 	withLatency.Latency = &trace.Latency{Ratio: 1.05,
 		Uninstrumented: trace.Samples{MedianUS: 10, RoundsUS: []float64{10, 10}}, Instrumented: trace.Samples{MedianUS: 10.5}}
-	pipe := Input{Meta: meta, Analyzer: analyzer(t, meta, pipeline()...)}
-	ord := Input{Meta: meta, Analyzer: analyzer(t, meta, ordered()...)}
-	lat := Input{Meta: &withLatency, Analyzer: pipe.Analyzer}
+	pipe := &trace.Analysis{Meta: meta, Analyzer: analyzer(t, meta, pipeline()...)}
+	ord := &trace.Analysis{Meta: meta, Analyzer: analyzer(t, meta, ordered()...)}
+	lat := &trace.Analysis{Meta: &withLatency, Analyzer: pipe.Analyzer}
 	dropped := analyzer(t, meta, wp{cta: 0, warp: 0, dropped: 1}, wp{cta: 0, warp: 1, dropped: 0})
 	saturated := analyzer(t, meta, wp{cta: 0, warp: 0, dropped: 3, saturated: true})
-	clean := Input{Meta: meta, Analyzer: pipe.Analyzer, Summary: trace.Summary{Warps: 6,
+	clean := &trace.Analysis{Meta: meta, Analyzer: pipe.Analyzer, Summary: trace.Summary{Warps: 6,
 		Violations: map[trace.ViolationKind]int{trace.DroppedEvents: 4}}}
-	bad := Input{Meta: meta, Analyzer: pipe.Analyzer, Summary: trace.Summary{Warps: 6, WarpErrors: 1,
+	bad := &trace.Analysis{Meta: meta, Analyzer: pipe.Analyzer, Summary: trace.Summary{Warps: 6, WarpErrors: 1,
 		Violations: map[trace.ViolationKind]int{trace.PopMismatch: 1, trace.DroppedEvents: 4}},
 		Violations: []trace.Violation{
 			{Kind: trace.DroppedEvents, Slot: 1, Index: -1, Detail: "dropped"},
 			{Kind: trace.PopMismatch, Slot: 3, Index: 4, Detail: `pop of "a" closes "b"`}}}
-	listed := Input{Meta: meta, Analyzer: pipe.Analyzer, Violations: []trace.Violation{{Kind: trace.UnclosedRange, Slot: 2, Index: 1, Detail: "open"}}}
+	listed := &trace.Analysis{Meta: meta, Analyzer: pipe.Analyzer, Violations: []trace.Violation{{Kind: trace.UnclosedRange, Slot: 2, Index: 1, Detail: "open"}}}
 
 	tests := []struct {
 		expr  string
-		in    Input
+		in    *trace.Analysis
 		pass  bool
 		value float64
 		worst string // substring
@@ -129,8 +129,8 @@ func TestEvaluate(t *testing.T) {
 		{"strict", listed, false, 1, "open", "1 violations (1 unclosed)"},
 		// no_drops
 		{"no_drops", pipe, true, 0, "", "no events dropped"},
-		{"no_drops", Input{Meta: meta, Analyzer: dropped}, false, 1, "warp 0 (sm 0, cta 0,0,0, warp 0) dropped 1 of 1 events", "1 of 1 events dropped in 1 warps (capacity 16, stop mode)"},
-		{"no_drops", Input{Meta: meta, Analyzer: saturated}, false, 3, "warp 0 (sm 0, cta 0,0,0, warp 0) dropped at least 3 of at least 3 events", "at least 3 of at least 3 events dropped in 1 warps (capacity 16, stop mode)"},
+		{"no_drops", &trace.Analysis{Meta: meta, Analyzer: dropped}, false, 1, "warp 0 (sm 0, cta 0,0,0, warp 0) dropped 1 of 1 events", "1 of 1 events dropped in 1 warps (capacity 16, stop mode)"},
+		{"no_drops", &trace.Analysis{Meta: meta, Analyzer: saturated}, false, 3, "warp 0 (sm 0, cta 0,0,0, warp 0) dropped at least 3 of at least 3 events", "at least 3 of at least 3 events dropped in 1 warps (capacity 16, stop mode)"},
 		// overlap: 22/30 = 0.7333.
 		{"overlap(producer_load, consumer_compute) >= 0.73", pipe, true, 22.0 / 30, "cta 0,0,0: 0.600 (12 of 20 ns)", "73.3% of producer_load's time"},
 		{"overlap(producer_load, consumer_compute) >= 0.74", pipe, false, 22.0 / 30, "cta 0,0,0", ""},
@@ -193,7 +193,7 @@ func TestEvaluate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.expr, func(t *testing.T) {
 			r := mustRule(t, tc.expr)
-			got := Evaluate([]Rule{r}, tc.in)
+			got := Evaluate([]Rule{r}, tc.in, nil)
 			if len(got) != 1 {
 				t.Fatalf("Evaluate returned %d results, want 1", len(got))
 			}
@@ -221,24 +221,24 @@ func TestEvaluate(t *testing.T) {
 // measure on a baseline capture.
 func TestEvaluateBaseline(t *testing.T) {
 	meta := testMeta(t)
-	base := Input{Meta: meta, Analyzer: analyzer(t, meta, pipeline()...)} // compute p50 12 ns
-	in := Input{Meta: meta, Analyzer: analyzer(t, meta, ordered()...), Baseline: &base}
+	base := &trace.Analysis{Meta: meta, Analyzer: analyzer(t, meta, pipeline()...)} // compute p50 12 ns
+	in := &trace.Analysis{Meta: meta, Analyzer: analyzer(t, meta, ordered()...)}
 	tests := []struct {
 		expr         string
-		in           Input
+		base         *trace.Analysis
 		pass         bool
 		value, bound float64
 		msg          string
 	}{
-		{"p50(consumer:consumer_compute) <= 1.05 * baseline", in, true, 9, 12.6, ""},
-		{"p50(consumer_compute) <= 0.5 * baseline", in, false, 9, 6, ""},
-		{"count(consumer_compute) >= baseline", in, true, 6, 3, ""},
-		{"p50(consumer_compute) <= baseline", Input{Meta: meta, Analyzer: in.Analyzer}, false, 0, 0, "relative to a baseline and none was given"},
-		{"overlap(idle, producer_load) >= baseline", in, false, 0, 0, "on the baseline: range idle never ran"},
+		{"p50(consumer:consumer_compute) <= 1.05 * baseline", base, true, 9, 12.6, ""},
+		{"p50(consumer_compute) <= 0.5 * baseline", base, false, 9, 6, ""},
+		{"count(consumer_compute) >= baseline", base, true, 6, 3, ""},
+		{"p50(consumer_compute) <= baseline", nil, false, 0, 0, "relative to a baseline and none was given"},
+		{"overlap(idle, producer_load) >= baseline", base, false, 0, 0, "on the baseline: range idle never ran"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.expr, func(t *testing.T) {
-			res := Evaluate([]Rule{mustRule(t, tc.expr)}, tc.in)[0]
+			res := Evaluate([]Rule{mustRule(t, tc.expr)}, in, tc.base)[0]
 			if res.Pass != tc.pass || res.Value != tc.value || math.Abs(res.Bound-tc.bound) > 1e-9 || !strings.Contains(res.Message, tc.msg) {
 				t.Errorf("got pass %v value %g bound %g message %q; want %v %g %g %q", res.Pass, res.Value, res.Bound, res.Message, tc.pass, tc.value, tc.bound, tc.msg)
 			}
@@ -247,7 +247,7 @@ func TestEvaluateBaseline(t *testing.T) {
 }
 
 func TestEvaluateNoAnalyzer(t *testing.T) {
-	rs := Evaluate([]Rule{mustRule(t, "no_drops"), mustRule(t, "strict")}, Input{})
+	rs := Evaluate([]Rule{mustRule(t, "no_drops"), mustRule(t, "strict")}, nil, nil)
 	if rs[0].Pass || rs[0].Message != "no analysis to check no_drops against" {
 		t.Errorf("no_drops without analyzer: %+v", rs[0])
 	}

@@ -9,19 +9,21 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/iket-trace/iket/trace"
 )
 
 func sampleResults(t *testing.T) []Result {
 	t.Helper()
 	meta := testMeta(t)
-	in := Input{Meta: meta, Analyzer: analyzer(t, meta, pipeline()...)}
+	in := &trace.Analysis{Meta: meta, Analyzer: analyzer(t, meta, pipeline()...)}
 	rules := []Rule{
 		mustRule(t, "overlap(producer_load, consumer_compute) >= 0.7"),
 		mustRule(t, "p99(consumer_compute) <= 10ns"),
 		mustRule(t, "latency_ratio <= 1.05"),
 	}
 	rules[0].Name = "pipeline <overlaps> & \"flows\""
-	return Evaluate(rules, in)
+	return Evaluate(rules, in, nil)
 }
 
 func TestWriteJUnit(t *testing.T) {

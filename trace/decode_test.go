@@ -1,6 +1,7 @@
 package trace_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -432,6 +433,16 @@ func TestWarpErrors(t *testing.T) {
 			err = d.Each(func(*trace.Warp) error { return nil }, func(e *trace.WarpError) error { return e })
 			if !errors.Is(err, trace.ErrCorruptWarp) || d.Summary().Warps != 2 {
 				t.Errorf("Each stopped by bad: error %v after %d warps, want a corrupt warp after 2", err, d.Summary().Warps)
+			}
+			var also int
+			a, err := trace.Analyze(context.Background(), c.Launch(0), trace.Options{}, func(*trace.Warp) { also++ })
+			if err != nil {
+				t.Fatalf("Analyze: %v", err)
+			}
+			if added, _ := a.Analyzer.Warps(); added != 2 || also != 2 || a.NumExcluded != 1 || len(a.Excluded) != 1 ||
+				!strings.HasPrefix(a.Excluded[0], fmt.Sprintf(tt.want, slotOff(1))) || a.Summary.WarpErrors != 1 {
+				t.Errorf("Analyze: %d warps added, %d passed on, excluded %d %q, summary %+v; want 2, 2, the corrupt slot",
+					added, also, a.NumExcluded, a.Excluded, a.Summary)
 			}
 			if _, err := trace.Validate(c.Launch(0), trace.Options{}); !errors.Is(err, trace.ErrCorruptWarp) {
 				t.Errorf("Validate: %v", err)

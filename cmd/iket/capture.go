@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -47,90 +46,26 @@ func pickLaunch(c *trace.Capture, n int, cmd string) (int, error) {
 	return n, nil
 }
 
-// analysis is one decoding pass over a launch: the analyzer's statistics,
-// the decoder's summary and clocks, and the violations found.
-type analysis struct {
-	Launch     *trace.Launch
-	Analyzer   *trace.Analyzer
-	Summary    trace.Summary
-	Clocks     []trace.ClockFit
-	Violations []trace.Violation
-	// Excluded lists the warps left out of the statistics because their
-	// records cannot be trusted (the first maxKeptViolations), each with
-	// why; NumExcluded counts them all.
-	Excluded    []string
-	NumExcluded int
-}
-
-// maxKeptViolations bounds the violations one analysis keeps in memory; the
-// summary still counts them all.
-const maxKeptViolations = 1000
-
-// analyze decodes launch i of c once, feeding an Analyzer and, when given,
-// each of also (which must copy what they keep: the warp is reused). A warp
-// whose slot breaks the format ([trace.WarpError]) or whose lanes recorded
-// different numbers of events (records may be overwritten) is left out of
-// the Analyzer and of also, and listed in Excluded. It stops with ctx's
-// error once ctx is done.
-func analyze(ctx context.Context, c *trace.Capture, i int, opt trace.Options, also ...func(*trace.Warp)) (*analysis, error) {
+// analyze decodes launch i of c once ([trace.Analyze]), feeding the
+// analysis and each of also (which copy what they keep: the warp is
+// reused). Errors other than ctx's exit with [exitError].
+func analyze(ctx context.Context, c *trace.Capture, i int, opt trace.Options, also ...func(*trace.Warp)) (*trace.Analysis, error) {
 	if i < 0 || i >= c.NumLaunches() {
 		return nil, failWith(exitError, fmt.Errorf("launch %d: capture has %d launches", i, c.NumLaunches()))
 	}
-	l := c.Launch(i)
-	d, err := trace.NewDecoder(l, opt)
+	a, err := trace.Analyze(ctx, c.Launch(i), opt, also...)
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
 		return nil, failWith(exitError, err)
 	}
-	a := &analysis{Launch: l, Analyzer: trace.NewAnalyzer(l.Meta)}
-	exclude := func(why string) {
-		if a.NumExcluded < maxKeptViolations {
-			a.Excluded = append(a.Excluded, why)
-		}
-		a.NumExcluded++
-	}
-	var w trace.Warp
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		err := d.Next(&w)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		var we *trace.WarpError
-		if errors.As(err, &we) && we.Err == nil {
-			exclude(we.Error())
-			continue
-		}
-		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return nil, cerr
-			}
-			return nil, failWith(exitError, err)
-		}
-		for _, v := range w.Violations {
-			if len(a.Violations) < maxKeptViolations {
-				a.Violations = append(a.Violations, v)
-			}
-		}
-		if w.LanesDiverged {
-			exclude(fmt.Sprintf("launch %d warp %d (sm %d, cta %d,%d,%d, warp %d): lanes recorded different numbers of events, so records may be overwritten",
-				w.Launch, w.Slot, w.SM, w.CTA[0], w.CTA[1], w.CTA[2], w.Warp))
-			continue
-		}
-		a.Analyzer.Add(&w)
-		for _, f := range also {
-			f(&w)
-		}
-	}
-	a.Summary = d.Summary()
-	a.Clocks = d.Clocks()
 	return a, nil
 }
 
 // writeExcluded prints the warps an analysis left out, the first few in
 // full.
-func writeExcluded(w io.Writer, a *analysis) {
+func writeExcluded(w io.Writer, a *trace.Analysis) {
 	if a.NumExcluded == 0 {
 		return
 	}

@@ -111,13 +111,13 @@ func runCheck(ctx context.Context, path string, o checkOptions, stdout io.Writer
 	if err != nil {
 		return err
 	}
-	in := check.Input{Meta: a.Launch.Meta, Analyzer: a.Analyzer, Summary: a.Summary, Violations: a.Violations}
+	var base *trace.Analysis
 	if o.baseline != "" {
-		if in.Baseline, err = baselineInput(ctx, o.baseline, o.launch); err != nil {
+		if base, err = baselineAnalysis(ctx, o.baseline, o.launch); err != nil {
 			return err
 		}
 	}
-	results := check.Evaluate(rules, in)
+	results := check.Evaluate(rules, a, base)
 	if o.format == "json" {
 		err = check.WriteJSON(stdout, results)
 	} else {
@@ -150,9 +150,9 @@ func runCheck(ctx context.Context, path string, o checkOptions, stdout io.Writer
 	return nil
 }
 
-// baselineInput decodes launch n (or the only one) of the baseline capture
-// at path, as check decodes the capture itself.
-func baselineInput(ctx context.Context, path string, n int) (*check.Input, error) {
+// baselineAnalysis decodes launch n (or the only one) of the baseline
+// capture at path, as check decodes the capture itself.
+func baselineAnalysis(ctx context.Context, path string, n int) (*trace.Analysis, error) {
 	c, err := openCapture(ctx, path)
 	if err != nil {
 		return nil, err
@@ -162,9 +162,5 @@ func baselineInput(ctx context.Context, path string, n int) (*check.Input, error
 	if err != nil {
 		return nil, err
 	}
-	a, err := analyze(ctx, c, launch, trace.Options{Strict: true})
-	if err != nil {
-		return nil, err
-	}
-	return &check.Input{Meta: a.Launch.Meta, Analyzer: a.Analyzer, Summary: a.Summary, Violations: a.Violations}, nil
+	return analyze(ctx, c, launch, trace.Options{Strict: true})
 }

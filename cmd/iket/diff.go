@@ -92,7 +92,7 @@ type diffJSON struct {
 }
 
 // diffSide decodes the launch of one capture as stats does.
-func diffSide(ctx context.Context, path string, o diffOptions) (*analysis, error) {
+func diffSide(ctx context.Context, path string, o diffOptions) (*trace.Analysis, error) {
 	c, err := openCapture(ctx, path)
 	if err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func runDiff(ctx context.Context, basePath, newPath string, o diffOptions, stdou
 	}
 	d := diffOf(base.Analyzer, cur.Analyzer)
 	d.Base, d.New = basePath, newPath
-	d.Kernel = [2]string{base.Launch.Meta.Kernel, cur.Launch.Meta.Kernel}
+	d.Kernel = [2]string{base.Meta.Kernel, cur.Meta.Kernel}
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

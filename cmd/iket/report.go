@@ -32,7 +32,7 @@ func writeReport(ctx context.Context, c *trace.Capture, i int, path string, inpu
 	}
 	names, m := a.Analyzer.OverlapMatrix()
 	in := &report.Input{
-		Title:      fmt.Sprintf("iket: %s", a.Launch.Meta.Kernel),
+		Title:      fmt.Sprintf("iket: %s", a.Meta.Kernel),
 		Meta:       &c.Meta,
 		Launch:     i,
 		Stats:      report.StatRowsFrom(a.Analyzer.Stats()),

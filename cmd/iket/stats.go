@@ -92,8 +92,8 @@ func runStats(ctx context.Context, path string, o statsOptions, stdout io.Writer
 		names, m := a.Analyzer.OverlapMatrix()
 		if o.json {
 			js = append(js, statsJSON{
-				Kernel: a.Launch.Meta.Kernel, Summary: a.Summary, Stats: a.Analyzer.Stats(),
-				Names: names, Overlap: m, Clocks: a.Clocks, Latency: a.Launch.Meta.Latency,
+				Kernel: a.Meta.Kernel, Summary: a.Summary, Stats: a.Analyzer.Stats(),
+				Names: names, Overlap: m, Clocks: a.Clocks, Latency: a.Meta.Latency,
 				Pipeline: a.Analyzer.Pipeline(), Excluded: a.Excluded, Launch: i,
 			})
 			continue
@@ -120,8 +120,8 @@ func runStats(ctx context.Context, path string, o statsOptions, stdout io.Writer
 	return nil
 }
 
-func writeStatsTable(w io.Writer, a *analysis, names []string, m [][]float64) {
-	meta := a.Launch.Meta
+func writeStatsTable(w io.Writer, a *trace.Analysis, names []string, m [][]float64) {
+	meta := a.Meta
 	fmt.Fprintf(w, "%s: grid %v block %v, %d warps, %d events, %s\n\n",
 		safeName(meta.Kernel), meta.Grid, meta.Block, a.Summary.Warps, a.Summary.Stored, droppedText(a.Summary))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

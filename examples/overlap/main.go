@@ -7,7 +7,7 @@ package main
 
 import (
 	"bufio"
-	"errors"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -39,20 +39,11 @@ func run(path, x, y, pftrace string, w io.Writer) error {
 	}
 	defer c.Close()
 	l := c.Launch(0)
-	d, err := trace.NewDecoder(l, trace.Options{Strict: true})
+	an, err := trace.Analyze(context.Background(), l, trace.Options{Strict: true})
 	if err != nil {
 		return err
 	}
-	a := trace.NewAnalyzer(l.Meta)
-	var wp trace.Warp
-	for {
-		if err := d.Next(&wp); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return err
-		}
-		a.Add(&wp)
-	}
+	a := an.Analyzer
 	o, err := a.Overlap(x, y)
 	if err != nil {
 		return err
