@@ -19,28 +19,43 @@ func ExportCapture(out io.Writer, c *trace.Capture, opt Options) error {
 // exportWith is ExportCapture on a Writer of the caller's.
 func exportWith(w *Writer, c *trace.Capture) error {
 	for i := range c.NumLaunches() {
-		l := c.Launch(i)
-		d, err := trace.NewDecoder(l, trace.Options{})
-		if err != nil {
-			return fmt.Errorf("export launch %d (%s): %w", i, l.Meta.Kernel, err)
-		}
-		info := LaunchInfo{Clocks: d.Clocks(), Window: d.Window()}
-		if err := w.BeginLaunch(&c.Meta, i, l.Meta, info); err != nil {
-			return fmt.Errorf("export launch %d (%s): %w", i, l.Meta.Kernel, err)
-		}
-		err = d.Each(w.AddWarp, func(we *trace.WarpError) error {
-			w.AddProblem(we.Error())
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("export launch %d (%s): %w", i, l.Meta.Kernel, err)
-		}
-		if err := w.EndLaunch(); err != nil {
-			return fmt.Errorf("export launch %d (%s): %w", i, l.Meta.Kernel, err)
+		if err := exportLaunch(w, c.Launch(i), i, nil); err != nil {
+			return err
 		}
 	}
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}
+
+// exportLaunch decodes l and writes it as launch index of w (l.Index, but
+// in a merged trace), with notes added to its track's description.
+func exportLaunch(w *Writer, l *trace.Launch, index int, notes []string) error {
+	d, err := trace.NewDecoder(l, trace.Options{})
+	if err != nil {
+		return fmt.Errorf("export launch %d (%s): %w", l.Index, l.Meta.Kernel, err)
+	}
+	info := LaunchInfo{Clocks: d.Clocks(), Window: d.Window(), Notes: notes}
+	if err := w.BeginLaunch(&l.Capture().Meta, index, l.Meta, info); err != nil {
+		return fmt.Errorf("export launch %d (%s): %w", l.Index, l.Meta.Kernel, err)
+	}
+	add := w.AddWarp
+	if index != l.Index {
+		add = func(wp *trace.Warp) error {
+			wp.Launch = index
+			return w.AddWarp(wp)
+		}
+	}
+	err = d.Each(add, func(we *trace.WarpError) error {
+		w.AddProblem(we.Error())
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("export launch %d (%s): %w", l.Index, l.Meta.Kernel, err)
+	}
+	if err := w.EndLaunch(); err != nil {
+		return fmt.Errorf("export launch %d (%s): %w", l.Index, l.Meta.Kernel, err)
 	}
 	return nil
 }

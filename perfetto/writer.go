@@ -125,6 +125,9 @@ type Writer struct {
 	// hold defers flushing the output while a warp is written, so that a
 	// warp whose model fails its check writes nothing.
 	hold bool
+	// place is where the next launch goes in a merged trace (merge.go);
+	// the zero value is a single capture's layout.
+	place placement
 }
 
 // NewWriter returns a Writer that writes to w.
@@ -189,7 +192,7 @@ func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchM
 	w.seqField = appendVarintField(w.seqField[:0], fPktSequenceID, uint64(w.seq))
 	w.names.reset()
 	w.annSeen = 0
-	w.ts = tsDelta{}
+	w.ts = tsDelta{last: -w.place.shift}
 	w.haveSlot, w.haveT0 = false, false
 	w.smTracks = make(map[uint32]uint64)
 	w.problems = w.problems[:0]
@@ -213,17 +216,25 @@ func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchM
 	if meta != nil && meta.Device != nil {
 		dev, devUUID = meta.Device, meta.Device.UUID
 	}
-	w.gpuID = gpuTrack(gpuKey(dev))
+	key, label := gpuKey(dev), launchIndex
+	if w.place.on {
+		key, devUUID = w.place.gpu(key, devUUID)
+		label = w.place.local
+	}
+	w.gpuID = gpuTrack(key)
 	if u, ok := w.gpus[w.gpuID]; !ok {
 		w.gpus[w.gpuID] = devUUID
 		name, desc := describeGPU(dev)
-		w.track(w.gpuID, 0, 0, true, true, false, []byte(name), desc)
+		if w.place.on {
+			name, desc = w.place.name, w.place.desc+"\n"+desc
+		}
+		w.track(w.gpuID, 0, int32(w.place.capture), true, true, false, []byte(name), desc)
 	} else if u != devUUID {
 		return w.fail(fmt.Errorf("begin launch %d: devices %q and %q hash to one GPU track uuid %#x", launchIndex, u, devUUID, w.gpuID))
 	}
 	w.launchID = w.launchTrack(bLaunch, 0)
-	w.track(w.launchID, w.gpuID, int32(launchIndex), true, true, false,
-		[]byte(fmt.Sprintf("launch %d · %s", launchIndex, l.Kernel)), describeLaunch(l, &info))
+	w.track(w.launchID, w.gpuID, int32(label), true, true, false,
+		[]byte(fmt.Sprintf("launch %d · %s", label, l.Kernel)), describeLaunch(l, &info))
 	return w.err
 }
 
