@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -30,7 +31,7 @@ type exportOptions struct {
 func newExportCmd(stdout, stderr io.Writer) *cobra.Command {
 	var o exportOptions
 	cmd := &cobra.Command{
-		Use:   "export CAPTURE -o FILE",
+		Use:   "export CAPTURE... -o FILE",
 		Short: "Convert a capture to a Perfetto trace (.pftrace), Chrome JSON or an HTML report",
 		Long: `export reads a capture (.iket) and writes it for a viewer. The default format
 is Perfetto's protobuf trace (open it at ui.perfetto.dev); --format json writes
@@ -40,12 +41,24 @@ needs no network. No GPU is needed.
 
 The .pftrace holds every warp's slices and marks (about 24 bytes per recorded
 event) and the launch's summary tracks; --flows adds producer-to-consumer
-arrows and --counters per-CTA counter tracks, each about as large again.`,
+arrows and --counters per-CTA counter tracks, each about as large again.
+
+Several captures (of the processes and GPUs of one run, as iket run -- CMD
+writes them) make one .pftrace: a track per capture, named after its host,
+rank, pid and GPU, and every launch's times moved from the GPU's clock onto
+the host's CLOCK_REALTIME (ns), each launch within the uncertainty its track
+states (docs/CLOCKS.md, "Aligning with the host"), so that it lines up with a
+host trace of the same run. Every capture must hold host clocks: one that does
+not (a capture of iket run KERNEL) is refused, exit status 2.`,
 		Example: `  iket export out/trace.iket -o trace.pftrace
   iket export out/trace.iket --format json -o trace.json
-  iket export out/trace.iket -o report.html`,
-		Args: cobra.ExactArgs(1),
+  iket export out/trace.iket -o report.html
+  iket export out/pid*-gpu*/trace.iket -o merged.pftrace`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return runExportMerged(cmd.Context(), args, o, stdout)
+			}
 			return runExport(cmd.Context(), args[0], o, stdout)
 		},
 	}
@@ -157,4 +170,63 @@ func sameFile(a, b string) (bool, error) {
 		return false, err
 	}
 	return os.SameFile(sa, sb), nil
+}
+
+// runExportMerged writes several captures as one pftrace on the host's
+// clock (perfetto.ExportMerged).
+func runExportMerged(ctx context.Context, paths []string, o exportOptions, stdout io.Writer) error {
+	if o.output == "" {
+		return failWith(exitError, errors.New("export: several captures make one trace: give it with -o"))
+	}
+	if format, err := exportFormat(o); err != nil {
+		return err
+	} else if format != "pftrace" {
+		return failWith(exitError, fmt.Errorf("export: several captures make one pftrace, not %s", format))
+	}
+	if o.launch >= 0 {
+		return failWith(exitError, errors.New("export: --launch is for --format html of one capture"))
+	}
+	var cs []*trace.Capture
+	defer func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	}()
+	for _, p := range paths {
+		c, err := openCapture(ctx, p)
+		if err != nil {
+			return err
+		}
+		cs = append(cs, c)
+	}
+	if err := writeMerged(ctx, cs, o.output, perfetto.Options{Compress: o.compress, Flows: o.flows && !o.noFlows, Counters: o.counters, RawCycles: o.rawCyc}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", o.output)
+	return nil
+}
+
+// writeMerged writes cs to path as one pftrace on the host's clock, through
+// a temporary file renamed into place, refusing to write over a capture.
+func writeMerged(ctx context.Context, cs []*trace.Capture, path string, opt perfetto.Options) error {
+	inputs := make([]string, 0, len(cs))
+	for _, c := range cs {
+		inputs = append(inputs, c.Path())
+	}
+	f, err := outfile.CreateContext(ctx, path, inputs...)
+	if err != nil {
+		return failWith(exitError, fmt.Errorf("export: %w", err))
+	}
+	defer f.Abort()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := perfetto.ExportMerged(bw, cs, opt); err != nil {
+		return failWith(exitError, fmt.Errorf("export %s: %w", path, err))
+	}
+	if err := bw.Flush(); err != nil {
+		return failWith(exitError, fmt.Errorf("export %s: %w", path, err))
+	}
+	if err := f.Commit(); err != nil {
+		return failWith(exitError, fmt.Errorf("export: %w", err))
+	}
+	return nil
 }

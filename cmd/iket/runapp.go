@@ -35,6 +35,10 @@ output folder (one folder per process and GPU when there are several):
   trace.pftrace  the Perfetto trace (GPU > launch > SM > CTA > warp)
   report.html    a self-contained timeline, stats and latency page
   latency.json   per kernel: traced and baseline times, ratios, resources
+
+With several, OUT/merged.pftrace holds them all on one timeline, the host's
+CLOCK_REALTIME, a track per process and GPU (as iket export A B ... -o
+writes it), to lay beside a host trace of the same run.
 `
 
 type appOptions struct {
@@ -199,6 +203,9 @@ func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, res, 
 		if err := writeAppGroup(ctx, dir, g, args, baseArgs, matched[g.proc], w); err != nil && firstErr == nil {
 			firstErr = err
 		}
+	}
+	if len(groups) > 1 && ctx.Err() == nil {
+		writeAppMerged(ctx, o.out, groupCaptures(o.out, groups), w)
 	}
 	if res.Hung != nil {
 		fmt.Fprintf(w, "iket: %s did not finish within %v: its process was killed\n", safeText(res.Hung.Kernel), o.timeout)
