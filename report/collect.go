@@ -58,7 +58,7 @@ type Collector struct {
 	full   bool
 	act    Activity
 	om     Omitted
-	drops  Drops
+	drops  drops
 }
 
 // NewCollector returns a collector for a launch whose names are in meta
@@ -197,27 +197,16 @@ func clip(v WarpView, lim int) WarpView {
 	return v
 }
 
-// Fill sets in's Warps, Limits, Activity and Omitted from what was collected, and
-// in.Drops to the collector's counts when it is nil; when it is set, only its
-// WarpsDropping and MaxPerWarp, and only if both are 0. Call it after the
-// last Add: the Warps and the activity's bins are shared with the collector.
+// Fill sets in's Warps, Limits, Activity and Omitted from what was
+// collected, and the drop counts the page shows when in has no Analysis.
+// Call it after the last Add: the Warps and the activity's bins are shared
+// with the collector.
 func (c *Collector) Fill(in *Input) {
 	in.Warps = c.warps
 	in.Limits = c.lim
 	act := c.act
 	in.Activity = &act
 	in.Omitted = c.om
-	if in.Drops == nil {
-		d := c.drops
-		in.Drops = &d
-	} else {
-		d := *in.Drops
-		if d.WarpsDropping == 0 && d.MaxPerWarp == 0 {
-			d.WarpsDropping, d.MaxPerWarp = c.drops.WarpsDropping, c.drops.MaxPerWarp
-		}
-		in.Drops = &d
-	}
+	d := c.drops
+	in.drops = &d
 }
-
-// Drops returns the counts over every warp added.
-func (c *Collector) Drops() Drops { return c.drops }

@@ -70,8 +70,11 @@ func TestCollectorLimits(t *testing.T) {
 				}
 			}
 			// Whatever is embedded, the strip and the drops cover all 16 warps.
-			if in.Drops.Warps != 16 || in.Drops.Started != 16 || in.Drops.Finished != 15 {
-				t.Errorf("drops = %+v, want 16 warps, 16 started, 15 finished", *in.Drops)
+			if d := in.drops; d.Warps != 16 || d.Started != 16 || d.Finished != 15 {
+				t.Errorf("collected drops = %+v, want 16 warps, 16 started, 15 finished", *d)
+			}
+			if d := newTables(in.Analysis, nil, in.drops).Drops; d.Warps != 16 || d.Started != 16 || d.Finished != 15 {
+				t.Errorf("drops shown = %+v, want 16 warps, 16 started, 15 finished", *d)
 			}
 			lo, hi, _ := in.Activity.Span()
 			if lo > synthBaseNs || hi < synthBaseNs+3*250+16+7000 {
@@ -200,32 +203,37 @@ func TestWarpViewFrom(t *testing.T) {
 	}
 }
 
-func TestConverters(t *testing.T) {
+func TestTables(t *testing.T) {
 	sum := trace.Summary{Warps: 8, Started: 8, Finished: 7, Stored: 90, Attempted: 100, Dropped: 10, Trimmed: 2,
 		Violations: map[trace.ViolationKind]int{trace.UnclosedRange: 2, trace.PopEmpty: 1, trace.NotFinished: 0}}
-	if diff := cmp.Diff(&Drops{Warps: 8, Started: 8, Finished: 7, Attempted: 100, Stored: 90, Dropped: 10, Trimmed: 2}, DropsFrom(sum)); diff != "" {
-		t.Errorf("DropsFrom (-want +got):\n%s", diff)
+	col := &drops{WarpsDropping: 3, MaxPerWarp: 5}
+	tb := newTables(&trace.Analysis{Summary: sum}, []string{"note"}, col)
+	if diff := cmp.Diff(&drops{Warps: 8, Started: 8, Finished: 7, Attempted: 100, Stored: 90, Dropped: 10, Trimmed: 2, WarpsDropping: 3, MaxPerWarp: 5}, tb.Drops); diff != "" {
+		t.Errorf("drops (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]ViolationRow{{"pop-empty", 1}, {"unclosed", 2}}, ViolationRowsFrom(sum)); diff != "" {
-		t.Errorf("ViolationRowsFrom (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]violationRow{{"pop-empty", 1}, {"unclosed", 2}}, tb.Violations); diff != "" {
+		t.Errorf("violation rows (-want +got):\n%s", diff)
+	}
+	if tb := newTables(nil, []string{"note"}, col); tb.Drops != col || tb.Stats != nil || len(tb.Problems) != 1 {
+		t.Errorf("tables without an analysis: %+v", tb)
 	}
 	stats := []trace.RangeStats{
 		{Role: "producer", Range: "load", Count: 24, Incomplete: 1, TotalNs: 14400, MeanNs: 600, P50Ns: 590, P90Ns: 650, P99Ns: 700, MinNs: 500, MaxNs: 710, Share: 0.5, Warps: 4},
 		{Role: "", Range: "load", Count: 24, MeanNs: 600, P50Ns: 590, P99Ns: 700, MaxNs: 710, Share: 0.25},
 	}
-	wantStats := []StatRow{
+	wantStats := []statRow{
 		{Role: "producer", Range: "load", Count: 24, Incomplete: 1, MeanNs: 600, P50Ns: 590, P99Ns: 700, MaxNs: 710, Share: 0.5},
 		{Role: "all roles", Range: "load", Count: 24, MeanNs: 600, P50Ns: 590, P99Ns: 700, MaxNs: 710, Share: 0.25},
 	}
-	if diff := cmp.Diff(wantStats, StatRowsFrom(stats)); diff != "" {
-		t.Errorf("StatRowsFrom (-want +got):\n%s", diff)
+	if diff := cmp.Diff(wantStats, statRows(stats)); diff != "" {
+		t.Errorf("statRows (-want +got):\n%s", diff)
 	}
 	fits := []trace.ClockFit{{SM: 4, MHz: 1980.5, Points: 12, ResidualRMSNs: 3.5, ResidualMaxNs: 9, Fallback: ""},
 		{SM: 9, MHz: 1980, Points: 1, Fallback: "single distinct anchor: used median"}}
-	want := []ClockRow{{SM: 4, MHz: 1980.5, Points: 12, ResidualRMSNs: 3.5, ResidualMaxNs: 9},
+	want := []clockRow{{SM: 4, MHz: 1980.5, Points: 12, ResidualRMSNs: 3.5, ResidualMaxNs: 9},
 		{SM: 9, MHz: 1980, Points: 1, Fallback: "single distinct anchor: used median"}}
-	if diff := cmp.Diff(want, ClockRowsFrom(fits)); diff != "" {
-		t.Errorf("ClockRowsFrom (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, clockRows(fits)); diff != "" {
+		t.Errorf("clockRows (-want +got):\n%s", diff)
 	}
 }
 

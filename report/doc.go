@@ -6,10 +6,11 @@
 // recorded device conditions and the per-SM clock fits.
 //
 // The page needs no network: CSS and JavaScript are inline and the data is
-// embedded as JSON in a <script type="application/json"> element. The input
-// model ([Input], [WarpView], [StatRow], ...) is this package's own; callers
-// map decoded [trace.Warp] values with [WarpViewFrom] or, for launches of any
-// size, stream them through a [Collector], which keeps the events of the
-// first warps up to a bound ([Limits]) and aggregates every warp into an
-// [Activity] strip, so the page's size stays bounded whatever the launch.
+// embedded as JSON in a <script type="application/json"> element. An [Input]
+// holds the launch's [trace.Analysis], whose tables the page shows, and the
+// warps its timeline draws: callers map decoded [trace.Warp] values with
+// [WarpViewFrom] or, for launches of any size, stream them through a
+// [Collector] (an also function of [trace.Analyze]), which keeps the events
+// of the first warps up to a bound ([Limits]) and aggregates every warp into
+// an [Activity] strip, so the page's size stays bounded whatever the launch.
 package report

@@ -1,9 +1,6 @@
 package report
 
 import (
-	"maps"
-	"slices"
-
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -30,14 +27,16 @@ type Input struct {
 	Activity *Activity
 	Omitted  Omitted
 
-	Stats   []StatRow
-	Overlap *OverlapMatrix
-	Drops   *Drops
-	Clocks  []ClockRow
-	// Violations are counts of pairing and recording problems by kind and
-	// Problems the text of the first few; both optional.
-	Violations []ViolationRow
-	Problems   []string
+	// Analysis is the launch's analysis ([trace.Analyze]), whose
+	// statistics, overlap matrix, drops, clock fits, violation counts and
+	// first problems the page's tables show; nil shows none of them (the
+	// drops then count the warps collected).
+	Analysis *trace.Analysis
+	// Problems are notes of the caller's, shown before the analysis's
+	// excluded warps and violations.
+	Problems []string
+
+	drops *drops // the collector's counts, set by [Collector.Fill]
 }
 
 // WarpView is one warp as the timeline draws it. It owns its slices.
@@ -88,57 +87,6 @@ type MarkView struct {
 	Time    int64 // ns
 }
 
-// StatRow is the duration statistics of one range name within one role.
-type StatRow struct {
-	Role, Range string
-	Count       uint64
-	// Incomplete counts the unclosed or truncated ranges among Count (their
-	// durations are lower bounds).
-	Incomplete uint64
-	// Durations in ns.
-	MeanNs, P50Ns, P99Ns, MaxNs float64
-	// Share is the fraction (0..1) of the role's warps' time spent inside the
-	// range.
-	Share float64
-}
-
-// OverlapMatrix is the share of row x's active time during which column y
-// is active (on another warp of the same CTA): Share[x][y] in 0..1, with
-// len(Share) == len(Names) and every row as long.
-type OverlapMatrix struct {
-	Names []string
-	Share [][]float64
-}
-
-// Drops is the launch's event accounting.
-type Drops struct {
-	Warps, Started, Finished uint64
-	// Attempted = Stored + Dropped events.
-	Attempted, Stored, Dropped uint64
-	// Trimmed are stored events left out by trimming to the common window.
-	Trimmed uint64
-	// WarpsDropping counts warps that lost events and MaxPerWarp is the most
-	// one warp lost.
-	WarpsDropping, MaxPerWarp uint64
-}
-
-// ClockRow is one SM's clock fit (cycles to globaltimer ns).
-type ClockRow struct {
-	SM     uint32
-	MHz    float64
-	Points int
-	// Residuals of the anchors from the fitted line, in ns.
-	ResidualRMSNs, ResidualMaxNs float64
-	// Fallback says why the slope is not this SM's own fit; "" when it is.
-	Fallback string
-}
-
-// ViolationRow counts one kind of violation.
-type ViolationRow struct {
-	Kind  string
-	Count int
-}
-
 // Omitted says what the embedded timeline leaves out.
 type Omitted struct {
 	// Warps and Events not embedded (their events are in the activity strip
@@ -147,51 +95,6 @@ type Omitted struct {
 	// Filtered counts warps left out by [Limits.CTAs] or [Limits.SMs]
 	// (included in Warps).
 	Filtered uint64
-}
-
-// StatRowsFrom converts an analyzer's rows ([trace.Analyzer.Stats]); the
-// rows that aggregate every role (Role "") get the role "all roles".
-func StatRowsFrom(stats []trace.RangeStats) []StatRow {
-	rows := make([]StatRow, len(stats))
-	for i, s := range stats {
-		role := s.Role
-		if role == "" {
-			role = "all roles"
-		}
-		rows[i] = StatRow{Role: role, Range: s.Range, Count: s.Count, Incomplete: s.Incomplete,
-			MeanNs: s.MeanNs, P50Ns: s.P50Ns, P99Ns: s.P99Ns, MaxNs: s.MaxNs, Share: s.Share}
-	}
-	return rows
-}
-
-// ClockRowsFrom converts a decoder's clock fits ([trace.Decoder.Clocks]).
-func ClockRowsFrom(fits []trace.ClockFit) []ClockRow {
-	rows := make([]ClockRow, len(fits))
-	for i, f := range fits {
-		rows[i] = ClockRow{SM: f.SM, MHz: f.MHz, Points: f.Points,
-			ResidualRMSNs: f.ResidualRMSNs, ResidualMaxNs: f.ResidualMaxNs, Fallback: f.Fallback}
-	}
-	return rows
-}
-
-// DropsFrom converts a decoder's [trace.Summary]. WarpsDropping and
-// MaxPerWarp are not in a summary: a [Collector] counts them
-// ([Collector.Drops]).
-func DropsFrom(s trace.Summary) *Drops {
-	return &Drops{Warps: s.Warps, Started: s.Started, Finished: s.Finished,
-		Attempted: s.Attempted, Stored: s.Stored, Dropped: s.Dropped, Trimmed: s.Trimmed}
-}
-
-// ViolationRowsFrom converts a summary's violation counts, ordered by kind.
-func ViolationRowsFrom(s trace.Summary) []ViolationRow {
-	kinds := slices.Sorted(maps.Keys(s.Violations))
-	var rows []ViolationRow
-	for _, k := range kinds {
-		if n := s.Violations[k]; n > 0 {
-			rows = append(rows, ViolationRow{Kind: k.String(), Count: n})
-		}
-	}
-	return rows
 }
 
 // WarpViewFrom copies what the timeline needs of a decoded warp; names are

@@ -193,9 +193,9 @@ func TestWriteTables(t *testing.T) {
 	}{
 		{"stats", []string{
 			"role range count mean p50 p99 max share",
-			"producer load 24 600 ns 600 ns 600 ns 600 ns 56.1%",
-			"consumer compute 71 (1 incomplete) 800 ns 800 ns 800 ns 800 ns 75.0%",
-			"load 0.0% 25.0%", "compute 50.0% 0.0%",
+			"producer load 24 600 ns 600 ns 600 ns 600 ns 51.4%",
+			"consumer compute 72 (1 incomplete) 795.8 ns 800 ns 800 ns 800 ns 68.6%",
+			"producer:load 0.0% 0.0% 67.2% 25.6%", "consumer:compute 47.2% 90.7% 93.4% 53.3%",
 		}},
 		{"drops", []string{"warps 16", "started / finished 16 / 15", "dropped 0", "unclosed"}},
 		{"latency", []string{
@@ -245,7 +245,7 @@ func TestWriteEscapes(t *testing.T) {
 		Warps: []WarpView{{Slot: 0, Role: evil, Started: true, Finished: true, First: 100, Last: 900, Count: 2,
 			Ranges: []RangeView{{Name: evil, Start: 200, End: 300}},
 			Marks:  []MarkView{{Name: "m\u2028x", Time: 250}}}},
-		Stats:    []StatRow{{Role: evil, Range: evil, Count: 1}},
+		Analysis: evilAnalysis(evil),
 		Problems: []string{evil},
 	}
 	page := render(t, in)
@@ -270,6 +270,17 @@ func TestWriteEscapes(t *testing.T) {
 	}
 }
 
+// evilAnalysis is the analysis of one warp of role evil running a range
+// evil.
+func evilAnalysis(evil string) *trace.Analysis {
+	meta := &trace.LaunchMeta{Kernel: "k", Warps: 1, WarpsPerCTA: 1, Names: []trace.Name{
+		{ID: 1, Kind: trace.NameRole, Text: evil}, {ID: 2, Kind: trace.NameRange, Text: evil}}}
+	a := trace.NewAnalyzer(meta)
+	a.Add(&trace.Warp{Started: true, Finished: true, Role: 1, First: 100, Last: 900,
+		Ranges: []trace.Range{{Name: 2, Start: 200, End: 300}}})
+	return &trace.Analysis{Meta: meta, Analyzer: a, Summary: trace.Summary{Warps: 1, Started: 1, Finished: 1}}
+}
+
 func TestWriteErrors(t *testing.T) {
 	meta := synthMeta(1, 1, 8)
 	writeErr := errors.New("disk full")
@@ -284,10 +295,6 @@ func TestWriteErrors(t *testing.T) {
 		{"launch out of range", &Input{Meta: meta, Launch: 1}, nil, ErrInput, "launch 1: the capture has 1 launches"},
 		{"negative launch", &Input{Meta: meta, Launch: -1}, nil, ErrInput, "launch -1"},
 		{"launch without meta", &Input{Launch: 2}, nil, ErrInput, "launch 2 without metadata"},
-		{"ragged overlap", &Input{Overlap: &OverlapMatrix{Names: []string{"a", "b"}, Share: [][]float64{{0, 1}, {1}}}},
-			nil, ErrInput, `row 1 ("b") has 1 columns, want 2`},
-		{"overlap rows", &Input{Overlap: &OverlapMatrix{Names: []string{"a"}, Share: nil}},
-			nil, ErrInput, "0 rows for 1 names"},
 		{"failing writer", &Input{Meta: meta}, func() *failWriter { return &failWriter{after: 100, err: writeErr} }, writeErr, "disk full"},
 	}
 	for _, tt := range tests {

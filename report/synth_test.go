@@ -2,8 +2,8 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
-	"errors"
 	"io"
 	"testing"
 	"time"
@@ -158,45 +158,17 @@ func synthCapture(t testing.TB, ctas, warpsPerCTA int, capacity uint32) *trace.C
 	return c
 }
 
-// synthInput decodes launch 0 of c through a Collector into a full Input
-// with tables, as the command line would build it.
+// synthInput analyses launch 0 of c through a Collector into a full Input
+// with tables, as the command line builds it.
 func synthInput(t testing.TB, c *trace.Capture, lim Limits) *Input {
 	t.Helper()
 	l := c.Launch(0)
-	d, err := trace.NewDecoder(l, trace.Options{})
-	if err != nil {
-		t.Fatalf("new decoder: %v", err)
-	}
 	col := NewCollector(l.Meta, lim)
-	var w trace.Warp
-	var problems []string
-	for {
-		err := d.Next(&w)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("decode: %v", err)
-		}
-		col.Add(&w)
-		for _, v := range w.Violations {
-			problems = append(problems, v.Error())
-		}
+	a, err := trace.Analyze(context.Background(), l, trace.Options{}, col.Add)
+	if err != nil {
+		t.Fatalf("analyze: %v", err)
 	}
-	sum := d.Summary()
-	in := &Input{
-		Meta: &c.Meta, Launch: 0, // Limits come from the collector
-
-		Stats: []StatRow{
-			{Role: "producer", Range: "load", Count: 24, MeanNs: 600, P50Ns: 600, P99Ns: 600, MaxNs: 600, Share: 0.561},
-			{Role: "consumer", Range: "compute", Count: 71, Incomplete: 1, MeanNs: 800, P50Ns: 800, P99Ns: 800, MaxNs: 800, Share: 0.75},
-		},
-		Overlap:    &OverlapMatrix{Names: []string{"load", "compute"}, Share: [][]float64{{0, 0.25}, {0.5, 0}}},
-		Drops:      DropsFrom(sum),
-		Clocks:     ClockRowsFrom(d.Clocks()),
-		Violations: ViolationRowsFrom(sum),
-		Problems:   problems,
-	}
+	in := &Input{Meta: &c.Meta, Launch: 0, Analysis: a} // Limits come from the collector
 	col.Fill(in)
 	return in
 }

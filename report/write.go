@@ -42,9 +42,6 @@ func Write(w io.Writer, in *Input) error {
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if err := checkOverlap(in.Overlap); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
 	eff := *in
 	if eff.Activity == nil {
 		c := NewCollector(lm, in.Limits)
@@ -53,7 +50,7 @@ func Write(w io.Writer, in *Input) error {
 		}
 		c.Fill(&eff)
 		if len(in.Warps) == 0 {
-			eff.Drops = in.Drops // nothing counted: keep the caller's, or none
+			eff.drops = nil // nothing counted: no drops table
 		}
 	}
 	p := buildPayload(in, lm, eff.Warps, eff.Activity, eff.Omitted, in.Limits)
@@ -83,40 +80,19 @@ func launchMeta(in *Input) (*trace.LaunchMeta, error) {
 	return &in.Meta.Launches[in.Launch], nil
 }
 
-func checkOverlap(m *OverlapMatrix) error {
-	if m == nil {
-		return nil
-	}
-	if len(m.Share) != len(m.Names) {
-		return fmt.Errorf("%w: overlap matrix has %d rows for %d names", ErrInput, len(m.Share), len(m.Names))
-	}
-	for i, row := range m.Share {
-		if len(row) != len(m.Names) {
-			return fmt.Errorf("%w: overlap matrix row %d (%q) has %d columns, want %d",
-				ErrInput, i, m.Names[i], len(row), len(m.Names))
-		}
-	}
-	return nil
-}
-
 // view is what the template renders; the timeline itself is drawn by the
 // script from the JSON data.
 type view struct {
-	Title      string
-	Facts      []fact
-	Notice     string
-	Data       template.JS
-	CSS        template.CSS
-	JS         template.JS
-	Stats      []StatRow
-	Overlap    *OverlapMatrix
-	Drops      *Drops
-	Violations []ViolationRow
-	Problems   []string
+	Title  string
+	Facts  []fact
+	Notice string
+	Data   template.JS
+	CSS    template.CSS
+	JS     template.JS
+	tables
 	Latency    *latencyView
 	Device     *trace.Device
 	Conditions []condRow
-	Clocks     []ClockRow
 }
 
 type fact struct{ Label, Value string }
@@ -138,8 +114,7 @@ type condRow struct{ Label, Before, After string }
 func newView(in *Input, lm *trace.LaunchMeta, p *payload) *view {
 	v := &view{
 		Title: p.Title, CSS: template.CSS(pageCSS), JS: template.JS(pageJS),
-		Stats: in.Stats, Overlap: in.Overlap, Drops: in.Drops, Clocks: in.Clocks,
-		Violations: in.Violations, Problems: in.Problems,
+		tables: newTables(in.Analysis, in.Problems, in.drops),
 	}
 	if lm != nil {
 		v.Facts = append(v.Facts,

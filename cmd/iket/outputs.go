@@ -31,9 +31,11 @@ type latencyJSON struct {
 	Source  string         `json:"source"` // "measured" or "bundled capture"
 }
 
-// writeOutputs writes the pftrace and latency.json next to the capture at
-// dir/trace.iket and prints a summary of its launch (run and demo write
-// captures of one launch). Each output goes through a temporary file.
+// writeOutputs writes the pftrace, report.html and latency.json next to the
+// capture at dir/trace.iket and prints a summary of its launch (run and demo
+// write captures of one launch). Each output goes through a temporary file.
+// The launch is decoded twice: by the pftrace exporter, which streams it,
+// and once for the report and the summary.
 func writeOutputs(ctx context.Context, dir string, source string, stdout io.Writer) error {
 	capPath := filepath.Join(dir, captureFile)
 	c, err := openCapture(ctx, capPath)
@@ -66,11 +68,12 @@ func writeOutputs(ctx context.Context, dir string, source string, stdout io.Writ
 			return failWith(exitError, fmt.Errorf("write %s: %w", latencyFile, err))
 		}
 	}
-	if err := writeReport(ctx, c, launch, filepath.Join(dir, reportFile)); err != nil {
+	// One pass feeds the report and the summary below.
+	a, col, err := analyzeForReport(ctx, c, launch, trace.Options{})
+	if err != nil {
 		return err
 	}
-	a, err := analyze(ctx, c, launch, trace.Options{})
-	if err != nil {
+	if err := writeAnalysedReport(ctx, c, a, col, filepath.Join(dir, reportFile)); err != nil {
 		return err
 	}
 	names, m := a.Analyzer.OverlapMatrix()
