@@ -159,6 +159,22 @@ func TestInject(t *testing.T) {
 			},
 		},
 		{
+			name: "the L2 flushed before each timed launch",
+			args: []string{"--launches", "2"},
+			opt:  Options{FlushL2: 1 << 20, Launches: mustSel(t, "all")},
+			check: func(t *testing.T, r *Result) {
+				for _, l := range one(t, r).Traced() {
+					if l.Info.FlushedBytes != 1<<20 {
+						t.Errorf("launch %d: flushed %d bytes, want 1 MiB", l.Info.Occurrence, l.Info.FlushedBytes)
+					}
+				}
+				k := Compare(r.Processes[0], nil)
+				if len(k) != 1 || k[0].FlushedBytes != 1<<20 {
+					t.Errorf("latency %+v, want the flush recorded", k)
+				}
+			},
+		},
+		{
 			name: "a range of launches through cuLaunchKernelEx",
 			args: []string{"--launches", "4", "--ex"},
 			opt:  Options{Launches: mustSel(t, "1-2")},

@@ -10,7 +10,7 @@ import (
 
 // Boundary states what an application launch's time covers.
 const Boundary = "one kernel launch inside the application, CUDA events recorded on its own stream right before and after it; " +
-	"the GPU drained before it (traced and timed launches run alone); the application's own inputs and cache state, no L2 flush"
+	"the GPU drained before it (traced and timed launches run alone) and, unless --no-flush-l2, the L2 flushed; the application's own inputs"
 
 // Pair is one occurrence of a kernel timed in both programs.
 type Pair struct {
@@ -34,7 +34,10 @@ type KernelLatency struct {
 	// Unpaired lists the traced occurrences the baseline did not time (it
 	// launched the kernel fewer times, or the launch failed there).
 	Unpaired []uint64 `json:"unpaired,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
+	// FlushedBytes were written before each timed launch to flush the L2
+	// (0: the launches ran with the application's cache state).
+	FlushedBytes uint64   `json:"flushed_bytes"`
+	Warnings     []string `json:"warnings,omitempty"`
 }
 
 // KernelResources are the two builds' resources, the perturbation tracing
@@ -122,6 +125,7 @@ func Compare(p, base *Process) []KernelLatency {
 			out = append(out, KernelLatency{Kernel: l.Kernel, Mangled: l.Info.Kernel, Resources: KernelResources{Instrumented: &res}})
 		}
 		k := &out[i]
+		k.FlushedBytes = l.Info.FlushedBytes
 		k.Pairs = append(k.Pairs, Pair{Occurrence: l.Info.Occurrence, InstrumentedUS: *l.Info.ElapsedMS * 1000})
 	}
 	timed := map[string]map[uint64]*Launch{}
@@ -244,6 +248,8 @@ func (k *KernelLatency) Latency() *trace.Latency {
 			Order:         "the traced program, then the baseline program",
 			Boundary:      Boundary,
 			Serialized:    true,
+			FlushL2:       k.FlushedBytes > 0,
+			FlushBytes:    int64(k.FlushedBytes),
 		},
 	}
 }

@@ -69,28 +69,31 @@ type Device struct {
 
 // LaunchInfo describes one traced or timed launch.
 type LaunchInfo struct {
-	Kernel      string          `json:"kernel"` // mangled
-	Traced      bool            `json:"traced"`
-	Family      string          `json:"family"` // the driver entry point
-	Index       uint64          `json:"index"`  // among matching launches (traced)
-	Occurrence  uint64          `json:"occurrence"`
-	Status      string          `json:"status"` // ok, hang, fault, launch_error, copy_error
-	Error       string          `json:"error"`
-	Grid        [3]uint32       `json:"grid"`
-	Block       [3]uint32       `json:"block"`
-	Cluster     [3]uint32       `json:"cluster"`
-	SharedBytes uint32          `json:"shared_bytes"`
-	ElapsedMS   *float64        `json:"elapsed_ms"`
-	HostNS      trace.HostClock `json:"host_ns"`
-	WarpsPerCTA uint32          `json:"warps_per_cta"`
-	Warps       uint64          `json:"warps"`
-	Capacity    uint32          `json:"capacity"`
-	Version     int             `json:"version"`
-	Build       int             `json:"build"`
-	Watch       bool            `json:"watch"`
-	BufferBytes uint64          `json:"buffer_bytes"`
-	Resources   trace.Resources `json:"resources"`
-	Device      Device          `json:"device"`
+	Kernel      string    `json:"kernel"` // mangled
+	Traced      bool      `json:"traced"`
+	Family      string    `json:"family"` // the driver entry point
+	Index       uint64    `json:"index"`  // among matching launches (traced)
+	Occurrence  uint64    `json:"occurrence"`
+	Status      string    `json:"status"` // ok, hang, fault, launch_error, copy_error
+	Error       string    `json:"error"`
+	Grid        [3]uint32 `json:"grid"`
+	Block       [3]uint32 `json:"block"`
+	Cluster     [3]uint32 `json:"cluster"`
+	SharedBytes uint32    `json:"shared_bytes"`
+	ElapsedMS   *float64  `json:"elapsed_ms"`
+	// FlushedBytes were written to flush the L2 right before the launch
+	// (0: none).
+	FlushedBytes uint64          `json:"flushed_bytes"`
+	HostNS       trace.HostClock `json:"host_ns"`
+	WarpsPerCTA  uint32          `json:"warps_per_cta"`
+	Warps        uint64          `json:"warps"`
+	Capacity     uint32          `json:"capacity"`
+	Version      int             `json:"version"`
+	Build        int             `json:"build"`
+	Watch        bool            `json:"watch"`
+	BufferBytes  uint64          `json:"buffer_bytes"`
+	Resources    trace.Resources `json:"resources"`
+	Device       Device          `json:"device"`
 }
 
 // Skip is a launch that could not be traced.

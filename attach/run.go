@@ -46,6 +46,9 @@ type Options struct {
 	Launches Selection      // which matching launches to trace
 	Capacity uint32         // records per warp
 	Watch    bool           // host-mapped buffers
+	// FlushL2 is how many bytes to write before each traced or timed
+	// launch, so it starts with a cold L2 (0: the program's cache state).
+	FlushL2 int64
 	// LaunchTimeout is how long a traced launch may run before it counts as
 	// hung; the hung process is then killed.
 	LaunchTimeout time.Duration
@@ -195,6 +198,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	)
 	if o.Watch {
 		env = append(env, "IKET_WATCH=1")
+	}
+	if o.FlushL2 > 0 {
+		env = append(env, "IKET_FLUSH_L2="+strconv.FormatInt(o.FlushL2, 10))
 	}
 	if o.CUPTI != "" {
 		env = append(env, "IKET_CUPTI_LIB="+o.CUPTI)

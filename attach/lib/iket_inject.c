@@ -18,6 +18,7 @@
  * Environment (set by `iket run`): IKET_SOCKET, IKET_MODE (trace or time),
  * IKET_CAPACITY, IKET_LAUNCHES (ranges of matching launches to trace, e.g.
  * "0-0,3-5"), IKET_WATCH (1: host-mapped buffers), IKET_TIMEOUT_MS,
+ * IKET_FLUSH_L2 (bytes to write before each timed launch),
  * IKET_CUPTI_LIB (path of libcupti, optional). The wire format is in
  * docs/RUNTIME.md ("The injection protocol"). */
 #define _GNU_SOURCE
@@ -99,6 +100,9 @@ static int mode = MODE_TRACE;
 static unsigned capacity = 4096;
 static int watch;
 static long timeout_ms = 10000;
+static size_t flush_bytes; /* IKET_FLUSH_L2: bytes written before each timed launch */
+static CUdeviceptr flush_buf;
+static unsigned char flush_value;
 static int nranges;
 static unsigned long long ranges[MAX_RANGES][2];
 static unsigned long long matching; /* matching launches seen (trace mode) */
@@ -143,6 +147,7 @@ typedef struct pending {
   void *hbuf;        /* watch: the mapped host allocation */
   const void *hview; /* watch: the host address of base */
   CUevent ev0, ev1;
+  size_t flushed; /* bytes written to flush the L2 before it */
   struct timespec rt0, mono0;
   const char *family;
 } pending;
@@ -716,6 +721,7 @@ static void report(pending *p, const char *status, CUresult err, float ms, const
           p->grid[1], p->grid[2], p->block[0], p->block[1], p->block[2], p->cluster[0], p->cluster[1], p->cluster[2],
           p->shared);
   if (ms >= 0) bprintf(&b, ",\"elapsed_ms\":%.9g", ms);
+  bprintf(&b, ",\"flushed_bytes\":%zu", p->flushed);
   bprintf(&b, ",\"host_ns\":{\"realtime_before\":%lld,\"realtime_after\":%lld,\"monotonic_before\":%lld,"
               "\"monotonic_after\":%lld}",
           ns(&p->rt0), ns(&rt1), ns(&p->mono0), ns(&mono1));
@@ -875,6 +881,26 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
       return;
     }
     put_state(e, p->base, capacity, p->warps_per_cta);
+  }
+  /* The L2 flush: a buffer larger than the L2 written before every timed
+   * launch, in both the traced and the baseline program, so that each
+   * starts cold whatever iket or the program touched before it. */
+  if (flush_bytes != 0) {
+    if (flush_buf == 0 && cu.MemAlloc(&flush_buf, flush_bytes) != CUDA_SUCCESS) {
+      note("warning", "flush", "could not allocate %zu bytes to flush the L2 before timed launches: they run with the cache as it is", flush_bytes);
+      flush_bytes = 0;
+    } else {
+      cu.MemsetD8(flush_buf, ++flush_value, flush_bytes);
+    }
+  }
+  p->flushed = flush_bytes;
+  /* Memsets run on the legacy stream, which a non-blocking stream does not
+   * wait for: the buffers are zero and the flush done before the launch. */
+  if ((r = cu.CtxSynchronize()) != CUDA_SUCCESS) {
+    if (trace) put_state(e, 0, 0, 1);
+    skip(e->name, "context_error", errname(r));
+    free_pending(p);
+    return;
   }
   if (cu.EventCreate(&p->ev0, CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
       cu.EventCreate(&p->ev1, CU_EVENT_DEFAULT) != CUDA_SUCCESS || cu.EventRecord(p->ev0, p->stream) != CUDA_SUCCESS) {
@@ -1057,6 +1083,8 @@ EXPORT int InitializeInjection(void) {
   watch = w && strcmp(w, "1") == 0;
   const char *t = getenv("IKET_TIMEOUT_MS");
   if (t && atol(t) > 0) timeout_ms = atol(t);
+  const char *fl = getenv("IKET_FLUSH_L2");
+  if (fl && atoll(fl) > 0) flush_bytes = (size_t)atoll(fl);
   const char *l = getenv("IKET_LAUNCHES");
   parse_ranges(l ? l : "0");
   connect_iket();

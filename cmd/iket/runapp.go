@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/iket-trace/iket/attach"
+	"github.com/iket-trace/iket/iket"
 	"github.com/iket-trace/iket/internal/outfile"
 	"github.com/iket-trace/iket/perfetto"
 	"github.com/iket-trace/iket/trace"
@@ -24,8 +25,9 @@ const appHelp = `run -- CMD runs your program with iket attached (through the CU
 injection mechanism: nothing in the program is changed or relinked) and traces
 the launches of its instrumented kernels (built with -DIKET_ENABLE=1): the
 first one, or those --kernel and --launch select. Every other launch runs
-untouched. A traced launch runs alone (the GPU drained before it) and is timed
-with CUDA events on its own stream; with --baseline, the same program built
+untouched. A traced launch runs alone (the GPU drained before it, the L2
+flushed unless --no-flush-l2) and is timed with CUDA events on its own stream;
+with --baseline, the same program built
 without IKET_ENABLE runs too and the same launches are timed there, paired by
 kernel and occurrence. The program's stdin, stdout and stderr are its own;
 iket reports on stderr and exits with the program's exit status. In the
@@ -88,7 +90,7 @@ func runApp(cmd *cobra.Command, o runOptions, argv []string, stdout, stderr io.W
 			return failWith(exitError, fmt.Errorf("--baseline %q: want a command line: %v", o.app.baseline, err))
 		}
 	}
-	for _, f := range []string{"spec", "arch", "device", "rounds", "calls", "warmup", "no-flush-l2", "no-control", "no-timing", "mode"} {
+	for _, f := range []string{"spec", "arch", "device", "rounds", "calls", "warmup", "no-control", "no-timing", "mode"} {
 		if cmd.Flags().Changed(f) {
 			return failWith(exitError, fmt.Errorf("run -- CMD: --%s is for run KERNEL; the program decides (the buffer mode is the build's: -DIKET_WRAP=1)", f))
 		}
@@ -103,7 +105,7 @@ func runApp(cmd *cobra.Command, o runOptions, argv []string, stdout, stderr io.W
 	opt := attach.Options{
 		Args: argv, Stdin: os.Stdin, Stdout: stdout, Stderr: stderr,
 		Mode: attach.ModeTrace, Kernel: re, Launches: sel,
-		Capacity: o.capacity, Watch: o.watch, LaunchTimeout: o.timeout,
+		Capacity: o.capacity, Watch: o.watch, LaunchTimeout: o.timeout, FlushL2: flushL2Bytes(o),
 		Library: lib, CUPTI: attach.FindCUPTI(),
 	}
 	res, err := attach.Run(ctx, opt)
@@ -124,6 +126,15 @@ func runApp(cmd *cobra.Command, o runOptions, argv []string, stdout, stderr io.W
 		}
 	}
 	return reportApp(ctx, o, argv, baseArgs, res, base, stderr)
+}
+
+// flushL2Bytes is what the injection library writes before each timed
+// launch: the runtime's flush size, or nothing with --no-flush-l2.
+func flushL2Bytes(o runOptions) int64 {
+	if o.noFlushL2 {
+		return 0
+	}
+	return iket.DefaultFlushBytes
 }
 
 // appGroup is one process's traced launches on one GPU: one capture.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/iket-trace/iket/iket"
 	"github.com/iket-trace/iket/internal/fakecuda"
 )
 
@@ -112,7 +113,7 @@ func TestRunApp(t *testing.T) {
 			if err := json.Unmarshal(b, &lj); err != nil {
 				t.Fatalf("latency.json: %v", err)
 			}
-			if len(lj.Kernels) != 1 || len(lj.Kernels[0].Pairs) != tt.pairs || !lj.Serialized {
+			if len(lj.Kernels) != 1 || len(lj.Kernels[0].Pairs) != tt.pairs || !lj.Serialized || lj.Kernels[0].FlushedBytes != iket.DefaultFlushBytes {
 				t.Fatalf("latency.json kernels %+v, want one with %d pairs", lj.Kernels, tt.pairs)
 			}
 			if k := lj.Kernels[0]; (k.Uninstrumented != nil) != tt.baseline || (tt.baseline && k.PairedRatio <= 0) {
