@@ -99,6 +99,10 @@ type Decoder struct {
 	sum  Summary
 	kind [numViolationKinds]int
 	errs errList
+
+	// generalOnly pairs every event on pair's general path, skipping
+	// pairState.fast; tests and benchmarks compare the two.
+	generalOnly bool
 }
 
 type openPush struct {

@@ -79,6 +79,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("wrap fuzz input: %v", err)
 		}
 		drain(t, c)
+		samePairing(t, c)
 	})
 }
 

@@ -112,7 +112,7 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 			decodeForward(ev[dec:hi], raw[dec*RecordSize:hi*RecordSize], c, &d.ct)
 			c, dec = ev[hi-1].cycles, hi
 		}
-		if !hashed {
+		if !hashed && !d.generalOnly {
 			if i = st.fast(ev[:dec], i, nk); i == dec {
 				i-- // the block is paired: decode the next one
 				continue

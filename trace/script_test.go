@@ -322,6 +322,7 @@ func TestScripts(t *testing.T) {
 				t.Fatalf("%s: read: %v", file, err)
 			}
 			got := render(t, c, s.opt)
+			samePairing(t, c)
 			if *update {
 				if expect == nil {
 					ar.Files = append(ar.Files, txtar.File{Name: "expect"})
