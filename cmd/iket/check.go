@@ -51,6 +51,9 @@ inline (--expect, repeatable). See docs/CI.md for every rule.`,
 	return cmd
 }
 
+// maxRulesBytes bounds a rules file (hundreds of rules take a few KB).
+const maxRulesBytes = 1 << 20
+
 func loadRules(o checkOptions) ([]check.Rule, error) {
 	var rules []check.Rule
 	if o.rules != "" {
@@ -59,7 +62,16 @@ func loadRules(o checkOptions) ([]check.Rule, error) {
 			return nil, failWith(exitError, fmt.Errorf("check: %w", err))
 		}
 		defer f.Close()
-		rs, err := check.LoadRules(f, o.rules)
+		st, err := f.Stat()
+		switch {
+		case err != nil:
+			return nil, failWith(exitError, fmt.Errorf("check: %w", err))
+		case !st.Mode().IsRegular():
+			return nil, failWith(exitError, fmt.Errorf("check: rules %s: not a regular file", o.rules))
+		case st.Size() > maxRulesBytes:
+			return nil, failWith(exitError, fmt.Errorf("check: rules %s: %d bytes, at most %d", o.rules, st.Size(), maxRulesBytes))
+		}
+		rs, err := check.LoadRules(io.LimitReader(f, maxRulesBytes), o.rules)
 		if err != nil {
 			return nil, failWith(exitError, err)
 		}
