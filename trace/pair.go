@@ -333,7 +333,9 @@ func (st *pairState) addRange(name, payload uint16, tm int64, c uint64, depth in
 // stored where a case uses it: with every slice and count in locals the
 // register allocator spilled and shuffled a dozen of them on every event.
 // The events are decoded (pair runs decodeForward a block ahead): decoding
-// in this loop too needs more registers than there are.
+// in this loop too needs more registers than there are. It duplicates the
+// general path's common cases for speed (docs/results/bench-cpu/pairing.txt);
+// TestSamePairing and FuzzDecode check that the two agree.
 func (st *pairState) fast(ev []Event, i int, nk *[8192]uint8) int {
 	_, _ = st.sp, nk[0] // nil checks, once
 loop:
