@@ -19,8 +19,10 @@
 // takes about 11 bytes. Launch summary tracks average the warps of each
 // role inside each range over time; optional per-CTA counter tracks count
 // them, and optional flows link a producer's range to the consumer range of
-// the same pipeline stage. docs/PERFETTO-EXPORT.md describes the layout and
-// rules.
+// the same pipeline stage. [ExportMerged] writes several captures (processes
+// and GPUs of one run) as one trace, each under a track of its own, their
+// times moved onto the host's CLOCK_REALTIME ([trace.AlignHost]).
+// docs/PERFETTO-EXPORT.md describes the layout and rules.
 //
 // [CheckValid] reads a written trace back and checks it against the import
 // rules of Perfetto's trace processor; the Writer checks the model of every

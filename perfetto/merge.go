@@ -23,7 +23,8 @@ import (
 // Every capture must have host clocks on every launch (captures that
 // `iket run -- CMD` records have them); the error for one that has not
 // names its file, matches [trace.ErrNoHostClock], and comes before anything
-// is written. A single capture without them is written on its GPU's
+// is written, as does the error for host clocks out of order. A launch in
+// which no warp started is placed at its realtime_before. A single capture without them is written on its GPU's
 // timeline, there being nothing to align it with.
 //
 // Track uuids derive from (capture index, launch, SM, CTA, warp slot), so
@@ -36,13 +37,17 @@ func ExportMerged(out io.Writer, cs []*trace.Capture, opt Options) error {
 	shift := true
 	for ci, c := range cs {
 		for i := range c.NumLaunches() {
-			if lm := &c.Meta.Launches[i]; lm.HostClock == nil {
+			lm := &c.Meta.Launches[i]
+			if lm.HostClock == nil {
 				if len(cs) == 1 {
 					shift = false
 					break
 				}
 				return fmt.Errorf("merge %s: launch %d (%s): %w: only captures that iket run -- CMD recorded inside an application can be placed on the host's clock",
 					captureLabel(c, ci), i, lm.Kernel, trace.ErrNoHostClock)
+			}
+			if err := lm.HostClock.Check(); err != nil {
+				return fmt.Errorf("merge %s: launch %d (%s): %w", captureLabel(c, ci), i, lm.Kernel, err)
 			}
 		}
 	}

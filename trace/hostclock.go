@@ -36,11 +36,15 @@ type HostAlignment struct {
 // AlignHost computes l's [HostAlignment] from its host clocks and its warp
 // headers' anchors, reading the headers (64 bytes per warp slot). It returns
 // an error matching [ErrNoHostClock] when l has no host clocks, and an error
-// when no warp of l started or a header cannot be read.
+// when they are out of order ([HostClock.Check]), no warp of l started or a
+// header cannot be read.
 func AlignHost(l *Launch) (HostAlignment, error) {
 	hc := l.Meta.HostClock
 	if hc == nil {
 		return HostAlignment{}, fmt.Errorf("align launch %d (%s) with the host: %w", l.Index, l.Meta.Kernel, ErrNoHostClock)
+	}
+	if err := hc.Check(); err != nil {
+		return HostAlignment{}, fmt.Errorf("align launch %d (%s) with the host: %w", l.Index, l.Meta.Kernel, err)
 	}
 	start, end, ok, err := gpuInterval(l)
 	if err != nil {
@@ -62,6 +66,15 @@ func HostOffset(l *Launch) (offsetNs, uncertaintyNs int64, ok bool) {
 		return 0, 0, false
 	}
 	return a.OffsetNs, a.UncertaintyNs, true
+}
+
+// Check reports realtime readings that cannot bound a launch: negative,
+// after before before, or from 2^62 ns (year 2116) on.
+func (hc *HostClock) Check() error {
+	if hc.RealtimeBefore < 0 || hc.RealtimeAfter < hc.RealtimeBefore || hc.RealtimeAfter >= 1<<62 {
+		return fmt.Errorf("host clock: realtime_before %d, realtime_after %d: want 0 <= before <= after < 2^62", hc.RealtimeBefore, hc.RealtimeAfter)
+	}
+	return nil
 }
 
 // alignInterval centres the GPU interval [start, end] in hc's realtime

@@ -2,6 +2,7 @@ package trace_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -129,5 +130,21 @@ func TestAlignHostNoWarp(t *testing.T) {
 	}
 	if _, _, ok := trace.HostOffset(c.Launch(0)); ok {
 		t.Error("HostOffset ok, want false")
+	}
+}
+
+// TestAlignHostBadClock: realtime readings out of order are an error, not
+// an offset.
+func TestAlignHostBadClock(t *testing.T) {
+	for _, hc := range []trace.HostClock{
+		{RealtimeBefore: 10, RealtimeAfter: 9},
+		{RealtimeBefore: -1, RealtimeAfter: 9},
+		{RealtimeBefore: 0, RealtimeAfter: 1 << 62},
+	} {
+		c := alignLaunch(t, false)
+		c.Meta.Launches[0].HostClock = &hc
+		if a, err := trace.AlignHost(c.Launch(0)); err == nil || !strings.Contains(err.Error(), "realtime_before") {
+			t.Errorf("%+v: AlignHost = %+v, %v; want an error naming the readings", hc, a, err)
+		}
 	}
 }
