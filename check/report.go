@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"text/tabwriter"
+
+	"github.com/iket-trace/iket/internal/safe"
 )
 
 // FormatValue prints a result's value or bound in the rule's unit.
@@ -42,9 +44,9 @@ func WriteTable(w io.Writer, rs []Result) error {
 		if !r.Pass {
 			status = "FAIL"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", status, r.Rule.Title(), FormatValue(&r.Rule, r.Value), r.Message)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", status, safe.Name(r.Rule.Title()), FormatValue(&r.Rule, r.Value), safe.Name(r.Message))
 		if !r.Pass && r.Worst != "" {
-			fmt.Fprintf(tw, "\t\t\tworst: %s\n", r.Worst)
+			fmt.Fprintf(tw, "\t\t\tworst: %s\n", safe.Name(r.Worst))
 		}
 	}
 	if err := tw.Flush(); err != nil {

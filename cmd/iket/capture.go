@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/iket-trace/iket/internal/safe"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -93,44 +91,8 @@ func droppedText(s trace.Summary) string {
 	return out
 }
 
-// safeName returns s fit for a terminal table: control characters
-// (terminal escapes among them), other non-printing runes and invalid
-// UTF-8 are written as Go escapes (\x1b, \u200b).
-func safeName(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsPrint(r):
-			b.WriteRune(r)
-		case r < 0x80:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		}
-		i += n
-	}
-	return b.String()
-}
+// safeName returns s fit for a terminal table ([safe.Name]).
+func safeName(s string) string { return safe.Name(s) }
 
-// safeText is [safeName] for messages of several lines: each line is made
-// safe and the line breaks are kept.
-func safeText(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = safeName(l)
-	}
-	return strings.Join(lines, "\n")
-}
+// safeText is [safeName] for messages of several lines ([safe.Text]).
+func safeText(s string) string { return safe.Text(s) }
