@@ -238,10 +238,11 @@ func (k *KernelLatency) Latency() *trace.Latency {
 		return nil
 	}
 	return &trace.Latency{
-		Uninstrumented: *k.Uninstrumented,
-		Instrumented:   k.Instrumented,
-		Ratio:          k.Ratio,
-		PairedRatio:    k.PairedRatio,
+		Uninstrumented:          *k.Uninstrumented,
+		Instrumented:            k.Instrumented,
+		Ratio:                   k.Ratio,
+		PairedRatio:             k.PairedRatio,
+		UninstrumentedResources: k.Resources.Uninstrumented,
 		Settings: trace.TimingSettings{
 			Rounds:        len(k.Pairs),
 			CallsPerRound: 1,

@@ -222,7 +222,7 @@ func TestTables(t *testing.T) {
 		{Role: "", Range: "load", Count: 24, MeanNs: 600, P50Ns: 590, P99Ns: 700, MaxNs: 710, Share: 0.25},
 	}
 	wantStats := []statRow{
-		{Role: "producer", Range: "load", Count: 24, Incomplete: 1, MeanNs: 600, P50Ns: 590, P99Ns: 700, MaxNs: 710, Share: 0.5},
+		{Role: "producer", Range: "load", Count: 24, Incomplete: 1, MeanNs: 600, P50Ns: 590, P90Ns: 650, P99Ns: 700, MaxNs: 710, Share: 0.5},
 		{Role: "all roles", Range: "load", Count: 24, MeanNs: 600, P50Ns: 590, P99Ns: 700, MaxNs: 710, Share: 0.25},
 	}
 	if diff := cmp.Diff(wantStats, statRows(stats)); diff != "" {

@@ -192,9 +192,10 @@ func TestWriteTables(t *testing.T) {
 		want    []string
 	}{
 		{"stats", []string{
-			"role range count mean p50 p99 max share",
-			"producer load 24 600 ns 600 ns 600 ns 600 ns 51.4%",
-			"consumer compute 72 (1 incomplete) 795.8 ns 800 ns 800 ns 800 ns 68.6%",
+			"role range count mean p50 p90 p99 max share",
+			"producer load 24 600 ns 600 ns 600 ns 600 ns 600 ns 51.4%",
+			"consumer compute 72 (1 incomplete) 795.8 ns 800 ns 800 ns 800 ns 800 ns 68.6%",
+			"Pipeline", "producer:load consumer:compute 72 0 0 56 ns 84 ns 84 ns 84 ns",
 			"producer:load 0.0% 0.0% 67.2% 25.6%", "consumer:compute 47.2% 90.7% 93.4% 53.3%",
 		}},
 		{"drops", []string{"warps 16", "started / finished 16 / 15", "dropped 0", "unclosed"}},
@@ -356,5 +357,21 @@ func TestWriteEmpty(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWriteResources: an application launch's page states what the kernel
+// takes of an SM (the traced build's, and the baseline's when the latency
+// has it).
+func TestWriteResources(t *testing.T) {
+	lm := trace.LaunchMeta{Kernel: "k", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}, WarpsPerCTA: 1, Warps: 1, Capacity: 4, Mode: trace.ModeStop,
+		Resources: &trace.Resources{Registers: 62, StaticSharedBytes: 17416, LocalBytes: 0, MaxActiveCTAsPerSM: 4},
+		Latency: &trace.Latency{Uninstrumented: trace.Samples{MedianUS: 1, RoundsUS: []float64{1}}, Instrumented: trace.Samples{MedianUS: 1.1, RoundsUS: []float64{1.1}}, Ratio: 1.1,
+			UninstrumentedResources: &trace.Resources{Registers: 60, StaticSharedBytes: 17416, MaxActiveCTAsPerSM: 4}}}
+	page := render(t, &Input{Meta: &trace.Meta{Launches: []trace.LaunchMeta{lm}}})
+	for _, want := range []string{"62 registers per thread", "17416", "60 registers per thread"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
 	}
 }

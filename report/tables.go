@@ -18,7 +18,7 @@ type statRow struct {
 	// durations are lower bounds).
 	Incomplete uint64
 	// Durations in ns.
-	MeanNs, P50Ns, P99Ns, MaxNs float64
+	MeanNs, P50Ns, P90Ns, P99Ns, MaxNs float64
 	// Share is the fraction (0..1) of the role's warps' time spent inside the
 	// range.
 	Share float64
@@ -68,6 +68,8 @@ type tables struct {
 	Clocks     []clockRow
 	Violations []violationRow
 	Problems   []string
+	// Pipeline is the lag and bubble of each pair of two roles' series.
+	Pipeline *trace.Pipeline
 }
 
 // Bounds on the problems a page lists.
@@ -93,6 +95,9 @@ func newTables(a *trace.Analysis, problems []string, col *drops) tables {
 		t.Stats = statRows(a.Analyzer.Stats())
 		names, m := a.Analyzer.OverlapMatrix()
 		t.Overlap = &overlapMatrix{Names: names, Share: m}
+		if pl := a.Analyzer.Pipeline(); len(pl.Lags)+len(pl.Bubbles) > 0 {
+			t.Pipeline = &pl
+		}
 		d := a.Analyzer.Drops()
 		t.Drops.WarpsDropping = d.WarpsDropping
 		if w, ok := d.Worst(); ok {
@@ -128,7 +133,7 @@ func statRows(stats []trace.RangeStats) []statRow {
 			role = "all roles"
 		}
 		rows[i] = statRow{Role: role, Range: s.Range, Count: s.Count, Incomplete: s.Incomplete,
-			MeanNs: s.MeanNs, P50Ns: s.P50Ns, P99Ns: s.P99Ns, MaxNs: s.MaxNs, Share: s.Share}
+			MeanNs: s.MeanNs, P50Ns: s.P50Ns, P90Ns: s.P90Ns, P99Ns: s.P99Ns, MaxNs: s.MaxNs, Share: s.Share}
 	}
 	return rows
 }

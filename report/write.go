@@ -22,7 +22,7 @@ var (
 	pageJS string
 
 	page = template.Must(template.New("report").Funcs(template.FuncMap{
-		"ns": fmtNs, "us": fmtUS, "pct": fmtPct, "heat": heat, "dims": dims,
+		"ns": fmtNs, "nsi": func(v int64) string { return fmtNs(float64(v)) }, "us": fmtUS, "pct": fmtPct, "heat": heat, "dims": dims,
 	}).Parse(pageTemplate))
 )
 
@@ -97,6 +97,12 @@ type view struct {
 
 type fact struct{ Label, Value string }
 
+// resourcesText is what a kernel takes of an SM, in a line.
+func resourcesText(r *trace.Resources) string {
+	return fmt.Sprintf("%d registers per thread, %d + %d B shared memory, %d B local memory per thread, %d CTAs per SM at most",
+		r.Registers, r.StaticSharedBytes, r.DynamicSharedBytes, r.LocalBytes, r.MaxActiveCTAsPerSM)
+}
+
 type latencyView struct {
 	*trace.Latency
 	Rounds   []roundRow
@@ -130,6 +136,12 @@ func newView(in *Input, lm *trace.LaunchMeta, p *payload) *view {
 			fact{"buffer", fmt.Sprintf("%d records per warp, %s mode", lm.Capacity, lm.Mode)})
 		if lm.Source != "" {
 			v.Facts = append(v.Facts, fact{"source", lm.Source})
+		}
+		if r := lm.Resources; r != nil {
+			v.Facts = append(v.Facts, fact{"resources", resourcesText(r)})
+		}
+		if l := lm.Latency; l != nil && l.UninstrumentedResources != nil {
+			v.Facts = append(v.Facts, fact{"resources, uninstrumented", resourcesText(l.UninstrumentedResources)})
 		}
 		if lm.Latency != nil {
 			v.Latency = newLatencyView(lm.Latency)

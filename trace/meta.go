@@ -110,8 +110,11 @@ type Latency struct {
 	PairedRatio  float64  `json:"paired_ratio,omitempty"`  // median over rounds of instrumented / uninstrumented
 	ControlRatio float64  `json:"control_ratio,omitempty"` // control median / uninstrumented median
 	// ControlPairedRatio is the median over rounds of control / uninstrumented.
-	ControlPairedRatio float64        `json:"control_paired_ratio,omitempty"`
-	Settings           TimingSettings `json:"settings"`
+	ControlPairedRatio float64 `json:"control_paired_ratio,omitempty"`
+	// UninstrumentedResources are the baseline build's resources, beside
+	// the launch's own (LaunchMeta.Resources), when they were read.
+	UninstrumentedResources *Resources     `json:"uninstrumented_resources,omitempty"`
+	Settings                TimingSettings `json:"settings"`
 }
 
 // Samples are the per-round times of one build, in microseconds.
