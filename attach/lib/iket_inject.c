@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -96,6 +97,7 @@ enum { MODE_TRACE, MODE_TIME };
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int sock = -1;
 static pid_t sock_pid;
+static pid_t sock_failed; /* the process whose connection failed */
 static int mode = MODE_TRACE;
 static unsigned capacity = 4096;
 static int watch;
@@ -321,6 +323,7 @@ static void hello(void) {
 /* connect_iket connects once per process (again in a forked child). */
 static int connect_iket(void) {
   if (sock >= 0 && sock_pid == getpid()) return 0;
+  if (sock_failed == getpid()) return -1; /* tried once in this process */
   if (sock >= 0) close(sock); /* a forked child's copy of its parent's */
   sock = -1;
   const char *path = getenv("IKET_SOCKET");
@@ -333,8 +336,13 @@ static int connect_iket(void) {
   strcpy(a.sun_path, path);
   if (connect(s, (struct sockaddr *)&a, sizeof a) < 0) {
     close(s);
+    sock_failed = getpid();
     return -1;
   }
+  /* A reply that never comes (the iket process died) must not hang the
+   * program: a query then counts as not selected. */
+  struct timeval tv = {60, 0};
+  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   sock = s;
   sock_pid = getpid();
   hello();
@@ -1009,7 +1017,17 @@ static void callback(void *u, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, c
 }
 
 static void bye(void) {
-  pthread_mutex_lock(&mu);
+  /* exit() may come from a thread while another is inside a callback:
+   * wait a little for it, never for ever. */
+  int locked = 0;
+  for (int i = 0; i < 200 && !locked; ++i) {
+    if (pthread_mutex_trylock(&mu) == 0) locked = 1;
+    else {
+      struct timespec t = {0, 1000000};
+      nanosleep(&t, NULL);
+    }
+  }
+  if (!locked) return;
   if (sock >= 0 && sock_pid == getpid()) {
     buf b = {0};
     bprintf(&b, "{\"launches\":%llu,\"matching\":%llu,\"traced\":%llu,\"timed\":%llu,\"skipped\":%llu,\"runtime_unseen\":%llu}",
