@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/iket-trace/iket/internal/outfile"
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -32,7 +33,7 @@ func WriteCapture(path string, meta trace.Meta, launches ...*TraceResult) error 
 		if l == nil {
 			return fail(fmt.Errorf("launch %d is nil", i))
 		}
-		f := cmp.Or(l.Format, trace.FormatVersion)
+		f := cmp.Or(l.Format, raw.FormatVersion)
 		if i == 0 {
 			format = f
 		} else if f != format {

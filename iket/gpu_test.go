@@ -25,6 +25,7 @@ import (
 
 	"github.com/iket-trace/iket/builtin"
 	"github.com/iket-trace/iket/iket"
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -92,37 +93,37 @@ type rawEvent struct {
 
 // slot decodes warp slot s of a result: header and its non-empty records, in
 // slot order, each placed from the warp's start anchor on its own
-// (trace.Unpack: slot order is not time order in a wrapped ring).
-func slot(t *testing.T, r *iket.TraceResult, s uint64) (trace.WarpHeader, []rawEvent) {
+// (raw.Unpack: slot order is not time order in a wrapped ring).
+func slot(t *testing.T, r *iket.TraceResult, s uint64) (raw.WarpHeader, []rawEvent) {
 	t.Helper()
 	if r.Format != 1 && r.Format != 2 {
 		t.Fatalf("result of record format %d", r.Format)
 	}
 	st := r.Meta.Stride()
 	b := r.Buffers[int64(s)*st : int64(s+1)*st]
-	var h trace.WarpHeader
-	trace.DecodeWarpHeader(b, &h)
+	var h raw.WarpHeader
+	raw.DecodeWarpHeader(b, &h)
 	var evs []rawEvent
 	for i := uint32(0); i < r.Meta.Capacity; i++ {
-		rec := trace.Record(binary.LittleEndian.Uint64(b[trace.WarpHeaderSize+8*int(i):]))
+		rec := raw.Record(binary.LittleEndian.Uint64(b[raw.WarpHeaderSize+8*int(i):]))
 		if rec == 0 {
 			continue
 		}
-		tag, _ := trace.Unpack(r.Format, rec, h.StartClock)
+		tag, _ := raw.Unpack(r.Format, rec, h.StartClock)
 		evs = append(evs, rawEvent{trace.Kind(tag >> 29), uint16(tag>>16) & 0x1fff, uint16(tag)})
 	}
 	return h, evs
 }
 
-// bySlot decodes warp slot s's records slot by slot, as trace.Unpack reads
+// bySlot decodes warp slot s's records slot by slot, as raw.Unpack reads
 // each from the start anchor in h: kind, name and payload (zero where the
 // slot is unwritten) and cycle; and the scratch slot after them, which no
 // event writes.
-func bySlot(r *iket.TraceResult, s uint64, h trace.WarpHeader) (evs []rawEvent, cycles []uint64, scratch trace.Record) {
+func bySlot(r *iket.TraceResult, s uint64, h raw.WarpHeader) (evs []rawEvent, cycles []uint64, scratch raw.Record) {
 	st := r.Meta.Stride()
-	raw := r.Buffers[int64(s)*st : int64(s+1)*st]
-	rec := func(j int) trace.Record {
-		return trace.Record(binary.LittleEndian.Uint64(raw[trace.WarpHeaderSize+8*j:]))
+	b := r.Buffers[int64(s)*st : int64(s+1)*st]
+	rec := func(j int) raw.Record {
+		return raw.Record(binary.LittleEndian.Uint64(b[raw.WarpHeaderSize+8*j:]))
 	}
 	n := int(r.Meta.Capacity)
 	evs, cycles = make([]rawEvent, n), make([]uint64, n)
@@ -130,7 +131,7 @@ func bySlot(r *iket.TraceResult, s uint64, h trace.WarpHeader) (evs []rawEvent, 
 		if rec(j) == 0 {
 			continue
 		}
-		tag, cyc := trace.Unpack(r.Format, rec(j), h.StartClock)
+		tag, cyc := raw.Unpack(r.Format, rec(j), h.StartClock)
 		evs[j], cycles[j] = rawEvent{trace.Kind(tag >> 29), uint16(tag>>16) & 0x1fff, uint16(tag)}, cyc
 	}
 	return evs, cycles, rec(n)
@@ -140,7 +141,7 @@ func bySlot(r *iket.TraceResult, s uint64, h trace.WarpHeader) (evs []rawEvent, 
 func captureOf(t *testing.T, r *iket.TraceResult) *trace.Capture {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "launch.iket")
-	if err := iket.WriteCapture(path, trace.Meta{Version: trace.FormatVersion, Tool: "iket-test"}, r); err != nil {
+	if err := iket.WriteCapture(path, trace.Meta{Version: raw.FormatVersion, Tool: "iket-test"}, r); err != nil {
 		t.Fatal(err)
 	}
 	c, err := trace.Open(path)
@@ -282,7 +283,7 @@ func TestGPUTraceWarpRoles(t *testing.T) {
 			for s := uint64(0); s < m.Warps; s++ {
 				h, evs := slot(t, res, s)
 				cta, warp := uint32(s/2), uint32(s%2)
-				if h.Magic != trace.WarpMagic || h.Flags&0xf != 3 || h.CTA != [3]uint32{cta, 0, 0} || h.Warp != warp ||
+				if h.Magic != raw.WarpMagic || h.Flags&0xf != 3 || h.CTA != [3]uint32{cta, 0, 0} || h.Warp != warp ||
 					h.Count != 6 || h.SM >= sms || h.EndGlobaltimer < h.StartGlobaltimer || h.EndClock <= h.StartClock {
 					t.Fatalf("slot %d header %+v", s, h)
 				}
@@ -500,7 +501,7 @@ type faultReport struct {
 	ConfigOK    bool // KernelError.Config is the launch's
 	Result      bool // KernelError.Result is set
 	Partial     bool
-	Header      trace.WarpHeader // slot 1, the faulting warp (when Result)
+	Header      raw.WarpHeader // slot 1, the faulting warp (when Result)
 	Events      []rawEvent
 	// After the fault: an Alloc on the same Device and a new OpenDevice.
 	AllocErr       string
@@ -637,7 +638,7 @@ func checkFaultBuffers(t *testing.T, mode uint32, watch bool, rep *faultReport) 
 
 // hangSlot is one warp's header and events.
 type hangSlot struct {
-	Header trace.WarpHeader
+	Header raw.WarpHeader
 	Events []rawEvent
 }
 
@@ -955,7 +956,7 @@ func TestGPUPairs(t *testing.T) {
 				}
 				for s := uint64(0); s < res.Meta.Warps; s++ {
 					h, _ := slot(t, res, s)
-					if h.Count != 7 || h.Flags&3 != 3 || h.Flags&trace.FlagLanesDiverged != 0 {
+					if h.Count != 7 || h.Flags&3 != 3 || h.Flags&raw.FlagLanesDiverged != 0 {
 						t.Fatalf("slot %d header %+v: want count 7, finished, lanes together", s, h)
 					}
 					got, slotCycles, scratch := bySlot(res, s, h)
@@ -1019,14 +1020,14 @@ func TestGPUExitRecord(t *testing.T) {
 			rejoined := 0
 			for s := uint64(0); s < res.Meta.Warps; s++ {
 				h, _ := slot(t, res, s)
-				want := uint32(trace.FlagStarted|trace.FlagFinished) | uint32(tc.role)<<trace.FlagRoleShift
+				want := uint32(raw.FlagStarted|raw.FlagFinished) | uint32(tc.role)<<raw.FlagRoleShift
 				flags := h.Flags
-				if tc.mode >= 3 && flags&trace.FlagLanesDiverged != 0 {
+				if tc.mode >= 3 && flags&raw.FlagLanesDiverged != 0 {
 					// The lanes recorded different numbers of events, so the
 					// flag is set if the compiler rejoined them before they
 					// left (one group, the plain path) and clear if each
 					// group left on its own (the reductions this mode is for).
-					flags &^= trace.FlagLanesDiverged
+					flags &^= raw.FlagLanesDiverged
 					rejoined++
 				}
 				if h.Count != tc.count || flags != want || h.Role() != tc.role {
@@ -1068,8 +1069,8 @@ func TestGPULanes(t *testing.T) {
 			}
 			for s := uint64(0); s < res.Meta.Warps; s++ {
 				h, evs := slot(t, res, s)
-				diverged := h.Flags&trace.FlagLanesDiverged != 0
-				if h.Count != 5 || h.Flags&3 != 3 || h.Flags&trace.FlagCountSaturated != 0 || diverged != (sync == 0) {
+				diverged := h.Flags&raw.FlagLanesDiverged != 0
+				if h.Count != 5 || h.Flags&3 != 3 || h.Flags&raw.FlagCountSaturated != 0 || diverged != (sync == 0) {
 					t.Fatalf("slot %d header %+v: want count 5, finished, lanes diverged %v", s, h, sync == 0)
 				}
 				if sync == 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/iket-trace/iket/iket/internal/cuda"
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/kernels"
 	"github.com/iket-trace/iket/trace"
 )
@@ -233,7 +234,7 @@ func TestTraceOptionsDefaults(t *testing.T) {
 		{TraceOptions{Capacity: 100, Mode: trace.ModeStop}, TraceOptions{Capacity: 100, Mode: trace.ModeStop, Timeout: DefaultTimeout}, ""},
 		{TraceOptions{Capacity: 100, Mode: trace.ModeWrap}, TraceOptions{}, "wrap mode needs a power of two, have 100"},
 		{TraceOptions{Capacity: 64, Mode: "ring"}, TraceOptions{}, `"ring"`},
-		{TraceOptions{Capacity: trace.MaxCapacity + 1}, TraceOptions{}, "at most"},
+		{TraceOptions{Capacity: raw.MaxCapacity + 1}, TraceOptions{}, "at most"},
 	}
 	for _, tt := range tests {
 		got := tt.in
@@ -255,7 +256,7 @@ func TestTraceOptionsDefaults(t *testing.T) {
 	if m := (&TraceOptions{Capacity: 64, Mode: trace.ModeWrap}).wrapMask(); m != 63 {
 		t.Errorf("wrap mask = %d, want 63", m)
 	}
-	if m := (&TraceOptions{Capacity: 64, Mode: trace.ModeStop}).wrapMask(); m != trace.StopMask {
+	if m := (&TraceOptions{Capacity: 64, Mode: trace.ModeStop}).wrapMask(); m != raw.StopMask {
 		t.Errorf("stop mask = %#x", m)
 	}
 }
@@ -385,12 +386,12 @@ func synthetic(t *testing.T, warps int) *TraceResult {
 	buf := make([]byte, meta.Size())
 	for w := 0; w < warps; w++ {
 		slot := buf[int64(w)*meta.Stride():]
-		h := trace.WarpHeader{Magic: trace.WarpMagic, SM: uint32(w % 3), CTA: [3]uint32{uint32(w), 0, 0},
+		h := raw.WarpHeader{Magic: raw.WarpMagic, SM: uint32(w % 3), CTA: [3]uint32{uint32(w), 0, 0},
 			StartGlobaltimer: 1000, StartClock: 5000, EndGlobaltimer: 2000, EndClock: 7000, Count: 1, Flags: 3}
-		trace.EncodeWarpHeader(slot, &h)
-		r := trace.MakeRecord(trace.KindMark, 1, uint16(w), 6000)
+		raw.EncodeWarpHeader(slot, &h)
+		r := raw.MakeRecord(uint8(trace.KindMark), 1, uint16(w), 6000)
 		for i := 0; i < 8; i++ {
-			slot[trace.WarpHeaderSize+i] = byte(uint64(r) >> (8 * i))
+			slot[raw.WarpHeaderSize+i] = byte(uint64(r) >> (8 * i))
 		}
 	}
 	return &TraceResult{Meta: meta, Buffers: buf, Format: 1} // MakeRecord: version 1

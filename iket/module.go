@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/iket-trace/iket/iket/internal/cuda"
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/kernels"
 	"github.com/iket-trace/iket/trace"
 )
@@ -187,8 +188,8 @@ func (m *Module) inspect(name string, instrumented bool) error {
 		return fmt.Errorf("load %s: read %s: %w", name, stateSymbol, err)
 	}
 	v := binary.LittleEndian.Uint32(st[20:])
-	if v < trace.MinFormatVersion || v > trace.FormatVersion {
-		return fmt.Errorf("load %s: %s version %d, this iket reads versions %d to %d", name, stateSymbol, v, trace.MinFormatVersion, trace.FormatVersion)
+	if v < raw.MinFormatVersion || v > raw.FormatVersion {
+		return fmt.Errorf("load %s: %s version %d, this iket reads versions %d to %d", name, stateSymbol, v, raw.MinFormatVersion, raw.FormatVersion)
 	}
 	m.format = int(v)
 	m.state = p

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/iket-trace/iket/iket/internal/cuda"
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -204,7 +205,7 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 	var held []*resource
 	defer func() {
 		if d.broken == nil && d.hung == nil {
-			_ = inst.setState(0, 0, trace.StopMask, 1)
+			_ = inst.setState(0, 0, raw.StopMask, 1)
 		}
 		for _, r := range held {
 			d.release(r)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/iket-trace/iket/iket/internal/cuda"
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -39,8 +40,8 @@ func (o *TraceOptions) defaults() error {
 		o.Timeout = DefaultTimeout
 	}
 	switch {
-	case o.Capacity > trace.MaxCapacity:
-		return &ConfigError{Field: "capacity", Msg: fmt.Sprintf("%d records per warp, at most %d", o.Capacity, trace.MaxCapacity)}
+	case o.Capacity > raw.MaxCapacity:
+		return &ConfigError{Field: "capacity", Msg: fmt.Sprintf("%d records per warp, at most %d", o.Capacity, raw.MaxCapacity)}
 	case o.Mode != trace.ModeStop && o.Mode != trace.ModeWrap:
 		return &ConfigError{Field: "mode", Msg: fmt.Sprintf("%q, want %q or %q", o.Mode, trace.ModeStop, trace.ModeWrap)}
 	case o.Mode == trace.ModeWrap && o.Capacity&(o.Capacity-1) != 0:
@@ -53,7 +54,7 @@ func (o *TraceOptions) wrapMask() uint32 {
 	if o.Mode == trace.ModeWrap {
 		return o.Capacity - 1
 	}
-	return trace.StopMask
+	return raw.StopMask
 }
 
 // checkMode refuses a buffer mode the module was not built for: a build
@@ -121,7 +122,7 @@ type TraceResult struct {
 	// fault or a hang): headers of unfinished warps have flag bit 1 clear.
 	Partial bool
 	// Format is the record format version the module wrote (its iket.cuh's
-	// IKET_FORMAT_VERSION); 0 means trace.FormatVersion.
+	// IKET_FORMAT_VERSION); 0 means raw.FormatVersion.
 	Format int
 }
 
@@ -242,7 +243,7 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 			}
 		}
 		if d.broken == nil {
-			_ = m.setState(0, 0, trace.StopMask, 1)
+			_ = m.setState(0, 0, raw.StopMask, 1)
 		}
 		d.release(bufs)
 		return nil, ke
@@ -259,7 +260,7 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 	}
 	// Point the module back at its scratch slot so no later launch writes
 	// into freed buffers.
-	if err := m.setState(0, 0, trace.StopMask, 1); err != nil {
+	if err := m.setState(0, 0, raw.StopMask, 1); err != nil {
 		d.release(bufs)
 		return nil, fmt.Errorf("trace %s: %w", cfg.Kernel, err)
 	}
@@ -407,7 +408,7 @@ func (m *Module) Launch(cfg LaunchConfig, args []Arg, timeout time.Duration) err
 	if err != nil {
 		return err
 	}
-	if err := m.setState(0, 0, trace.StopMask, 1); err != nil {
+	if err := m.setState(0, 0, raw.StopMask, 1); err != nil {
 		return fmt.Errorf("launch %s: %w", cfg.Kernel, err)
 	}
 	run, err := d.launchAndWait(p, cfg, timeout, false)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -35,14 +36,14 @@ func buildCapture(t testing.TB) *trace.Capture {
 }
 
 // buildCaptureWith lets edit change a warp's header before it is written.
-func buildCaptureWith(t testing.TB, edit func(slot int, h *trace.WarpHeader)) *trace.Capture {
+func buildCaptureWith(t testing.TB, edit func(slot int, h *raw.WarpHeader)) *trace.Capture {
 	t.Helper()
 	return buildCaptureMeta(t, testMeta(), edit)
 }
 
 // buildCaptureMeta is buildCaptureWith with the caller's metadata (the
 // names of testMeta's ids).
-func buildCaptureMeta(t testing.TB, meta *trace.Meta, edit func(slot int, h *trace.WarpHeader)) *trace.Capture {
+func buildCaptureMeta(t testing.TB, meta *trace.Meta, edit func(slot int, h *raw.WarpHeader)) *trace.Capture {
 	t.Helper()
 	l := &meta.Launches[0]
 	l.Capacity = 8
@@ -58,18 +59,18 @@ func buildCaptureMeta(t testing.TB, meta *trace.Meta, edit func(slot int, h *tra
 	for s, evs := range warps {
 		b := buf[int64(s)*l.Stride():]
 		startClk := uint64(1_000_000 + s*3) // 1 cycle per ns on every SM
-		h := trace.WarpHeader{Magic: trace.WarpMagic, SM: uint32(s / 2), CTA: [3]uint32{uint32(s / 2), 0, 0}, Warp: uint32(s % 2),
+		h := raw.WarpHeader{Magic: raw.WarpMagic, SM: uint32(s / 2), CTA: [3]uint32{uint32(s / 2), 0, 0}, Warp: uint32(s % 2),
 			StartGlobaltimer: t0 + uint64(s)*3, StartClock: startClk, EndGlobaltimer: t0 + uint64(s)*3 + 1000, EndClock: startClk + 1000,
-			Count: uint32(len(evs)), Flags: trace.FlagStarted | trace.FlagFinished}
+			Count: uint32(len(evs)), Flags: raw.FlagStarted | raw.FlagFinished}
 		if edit != nil {
 			edit(s, &h)
 		}
-		trace.EncodeWarpHeader(b, &h)
+		raw.EncodeWarpHeader(b, &h)
 		for i, e := range evs {
 			if i >= int(l.Capacity) {
 				break
 			}
-			binary.LittleEndian.PutUint64(b[trace.WarpHeaderSize+8*i:], uint64(trace.MakeRecord(e.k, e.name, e.payload, uint32(startClk)+e.at)))
+			binary.LittleEndian.PutUint64(b[raw.WarpHeaderSize+8*i:], uint64(raw.MakeRecord(uint8(e.k), e.name, e.payload, uint32(startClk)+e.at)))
 		}
 	}
 	path := filepath.Join(t.TempDir(), "c.iket")
@@ -269,7 +270,7 @@ func TestWriteJSONEscapes(t *testing.T) {
 }
 
 func TestExportCorruptWarp(t *testing.T) {
-	c := buildCaptureWith(t, func(slot int, h *trace.WarpHeader) {
+	c := buildCaptureWith(t, func(slot int, h *raw.WarpHeader) {
 		if slot == 2 {
 			h.EndClock = h.StartClock - 1 // anchors out of order: a WarpError
 		}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -69,7 +70,7 @@ func WriteJSON(out io.Writer, c *trace.Capture) error {
 // started warp, read from the warp headers alone.
 func captureOrigin(c *trace.Capture) (int64, error) {
 	origin := int64(math.MaxInt64)
-	var h [trace.WarpHeaderSize]byte
+	var h [raw.WarpHeaderSize]byte
 	for i := range c.NumLaunches() {
 		l := c.Launch(i)
 		r := l.SectionReader()
@@ -78,7 +79,7 @@ func captureOrigin(c *trace.Capture) (int64, error) {
 			if _, err := r.ReadAt(h[:], int64(s)*st); err != nil {
 				return 0, fmt.Errorf("read header of launch %d warp %d: %w", i, s, err)
 			}
-			if binary.LittleEndian.Uint32(h[0:]) != trace.WarpMagic {
+			if binary.LittleEndian.Uint32(h[0:]) != raw.WarpMagic {
 				continue
 			}
 			if t := int64(binary.LittleEndian.Uint64(h[24:])); t >= 0 && t < origin {

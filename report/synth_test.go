@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -122,7 +123,7 @@ func synthMeta(ctas, warpsPerCTA int, capacity uint32) *trace.Meta {
 func synthCapture(t testing.TB, ctas, warpsPerCTA int, capacity uint32) *trace.Capture {
 	t.Helper()
 	meta := synthMeta(ctas, warpsPerCTA, capacity)
-	stride := trace.Stride(capacity)
+	stride := raw.Stride(capacity)
 	buf := make([]byte, int64(ctas*warpsPerCTA)*stride)
 	for cta := range ctas {
 		sm := uint32(cta % 4)
@@ -133,17 +134,17 @@ func synthCapture(t testing.TB, ctas, warpsPerCTA int, capacity uint32) *trace.C
 			b := buf[int64(slot)*stride:]
 			evs, life, finished := synthWarp(cta, w, ctas, warpsPerCTA)
 			start := synthBaseNs + int64(cta)*250 + int64(w)*8
-			h := trace.WarpHeader{Magic: trace.WarpMagic, SM: sm, CTA: [3]uint32{uint32(cta), 0, 0}, Warp: uint32(w),
-				StartGlobaltimer: uint64(start), StartClock: cyc(start), Flags: trace.FlagStarted}
+			h := raw.WarpHeader{Magic: raw.WarpMagic, SM: sm, CTA: [3]uint32{uint32(cta), 0, 0}, Warp: uint32(w),
+				StartGlobaltimer: uint64(start), StartClock: cyc(start), Flags: raw.FlagStarted}
 			if finished {
 				h.EndGlobaltimer, h.EndClock = uint64(start+life), cyc(start+life)
-				h.Count, h.Flags = uint32(len(evs)), trace.FlagStarted|trace.FlagFinished
+				h.Count, h.Flags = uint32(len(evs)), raw.FlagStarted|raw.FlagFinished
 			}
-			trace.EncodeWarpHeader(b, &h)
+			raw.EncodeWarpHeader(b, &h)
 			for i, e := range evs {
 				idx := min(uint32(i), capacity)
-				r := trace.MakeRecord(e.kind, e.name, e.payload, uint32(cyc(start+e.ns)))
-				binary.LittleEndian.PutUint64(b[trace.WarpHeaderSize+8*int64(idx):], uint64(r))
+				r := raw.MakeRecord(uint8(e.kind), e.name, e.payload, uint32(cyc(start+e.ns)))
+				binary.LittleEndian.PutUint64(b[raw.WarpHeaderSize+8*int64(idx):], uint64(r))
 			}
 		}
 	}

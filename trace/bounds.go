@@ -3,6 +3,8 @@ package trace
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/iket-trace/iket/internal/raw"
 )
 
 // A capture's size bounds what decoding it costs only if a warp's claimed
@@ -30,22 +32,22 @@ type spanScan struct {
 // that size.
 func (d *Decoder) scanSpan(slot uint64, first, n uint32) (spanScan, *WarpError) {
 	s := spanScan{firstZero: int(n), run: -1}
-	if cap(d.scan) < scanChunk*RecordSize {
-		d.scan = make([]byte, scanChunk*RecordSize)
+	if cap(d.scan) < scanChunk*raw.RecordSize {
+		d.scan = make([]byte, scanChunk*raw.RecordSize)
 	}
-	base := d.meta.Offset + int64(slot)*d.stride + WarpHeaderSize
+	base := d.meta.Offset + int64(slot)*d.stride + raw.WarpHeaderSize
 	zeros := 0
 	for i := uint32(0); i < n; {
 		idx := (first + i) % d.meta.Capacity
 		k := min(n-i, d.meta.Capacity-idx, scanChunk)
-		b := d.scan[:int(k)*RecordSize]
-		off := base + int64(idx)*RecordSize
+		b := d.scan[:int(k)*raw.RecordSize]
+		off := base + int64(idx)*raw.RecordSize
 		if err := readAt(d.r, b, off); err != nil {
 			return s, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read records", Err: err}
 		}
 		for j := 0; j < int(k); j++ {
 			at := int(i) + j
-			if binary.LittleEndian.Uint64(b[j*RecordSize:]) != 0 {
+			if binary.LittleEndian.Uint64(b[j*raw.RecordSize:]) != 0 {
 				zeros = 0
 				if at > s.firstZero {
 					s.beyond++

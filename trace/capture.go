@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"slices"
+
+	"github.com/iket-trace/iket/internal/raw"
 )
 
 // Magic opens every capture file.
@@ -127,14 +129,14 @@ func read(r io.ReaderAt, size int64, path string) (*Capture, error) {
 	}
 	le := binary.LittleEndian
 	fileVersion := le.Uint32(h[8:])
-	if fileVersion < MinFormatVersion || fileVersion > FileVersion {
-		return nil, bad(8, "format version %d, this iket reads versions %d to %d", fileVersion, MinFormatVersion, FileVersion)
+	if fileVersion < raw.MinFormatVersion || fileVersion > FileVersion {
+		return nil, bad(8, "format version %d, this iket reads versions %d to %d", fileVersion, raw.MinFormatVersion, FileVersion)
 	}
 	records := fileVersion
 	if fileVersion >= 3 {
 		records = le.Uint32(h[12:])
-		if records < MinFormatVersion || records > FormatVersion {
-			return nil, bad(12, "record format %d, this iket reads formats %d to %d", records, MinFormatVersion, FormatVersion)
+		if records < raw.MinFormatVersion || records > raw.FormatVersion {
+			return nil, bad(12, "record format %d, this iket reads formats %d to %d", records, raw.MinFormatVersion, raw.FormatVersion)
 		}
 	} else if v := le.Uint32(h[12:]); v != 0 {
 		return nil, bad(12, "reserved field %#x, want 0", v)
@@ -307,17 +309,18 @@ func readAt(r io.ReaderAt, b []byte, off int64) error {
 // WriteCapture writes a capture of file version [FileVersion]: meta (whose
 // launches' Offset fields it fills in) followed by each launch's buffers,
 // read from bufs[i], which must hold exactly Size() bytes, and the checksum
-// table. Meta.Version is the buffers' record format version; 0 means
-// [FormatVersion], and is set so. It is the only writer of captures.
+// table. Meta.Version is the buffers' record format version; 0 means the
+// format this iket's iket.cuh writes (docs/FORMAT.md section 4), and is set
+// so. It is the only writer of captures.
 func WriteCapture(w io.Writer, meta *Meta, bufs []io.Reader) error {
 	if len(bufs) != len(meta.Launches) {
 		return fmt.Errorf("write capture: %d buffers for %d launches", len(bufs), len(meta.Launches))
 	}
 	if meta.Version == 0 {
-		meta.Version = FormatVersion
+		meta.Version = raw.FormatVersion
 	}
-	if meta.Version < MinFormatVersion || meta.Version > FormatVersion {
-		return fmt.Errorf("write capture: format version %d, this iket writes versions %d to %d", meta.Version, MinFormatVersion, FormatVersion)
+	if meta.Version < raw.MinFormatVersion || meta.Version > raw.FormatVersion {
+		return fmt.Errorf("write capture: format version %d, this iket writes versions %d to %d", meta.Version, raw.MinFormatVersion, raw.FormatVersion)
 	}
 	for i := range meta.Launches {
 		l := meta.Launches[i]

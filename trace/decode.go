@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/iket-trace/iket/internal/raw"
 )
 
 // Options select how a [Decoder] and [Validate] treat incomplete records.
@@ -85,7 +87,7 @@ type Decoder struct {
 	window Window
 	next   uint64
 
-	hdr   [WarpHeaderSize]byte
+	hdr   [raw.WarpHeaderSize]byte
 	ct    clockTerms // the current warp's clock fit
 	kind7 bool       // format version 2: kind 7 is NEXT (reserved in version 1)
 	buf   []byte
@@ -161,7 +163,7 @@ func NewDecoder(l *Launch, opt Options) (*Decoder, error) {
 // holds a few numbers per SM and nothing per warp.
 func (d *Decoder) index() error {
 	accs := map[uint32]*clockAcc{}
-	err := d.eachHeader(func(slot uint64, h *WarpHeader) error {
+	err := d.eachHeader(func(slot uint64, h *raw.WarpHeader) error {
 		a := accs[h.SM]
 		if a == nil {
 			a = &clockAcc{sm: h.SM}
@@ -203,7 +205,7 @@ func (d *Decoder) index() error {
 	for i, a := range list {
 		d.fitIdx[a.sm] = i
 	}
-	err = d.eachHeader(func(_ uint64, h *WarpHeader) error {
+	err = d.eachHeader(func(_ uint64, h *raw.WarpHeader) error {
 		i := d.fitIdx[h.SM]
 		a, f := list[i], &d.fits[i]
 		a.residual(f, h.StartClock, h.StartGlobaltimer)
@@ -239,8 +241,8 @@ func (d *Decoder) index() error {
 // eachHeader calls fn for every started slot whose header is well formed,
 // in slot order, reading the headers a chunk of slots at a time when the
 // stride is small. h is reused between calls.
-func (d *Decoder) eachHeader(fn func(slot uint64, h *WarpHeader) error) error {
-	var h WarpHeader
+func (d *Decoder) eachHeader(fn func(slot uint64, h *raw.WarpHeader) error) error {
+	var h raw.WarpHeader
 	per := int64(1)
 	if d.stride <= 512 {
 		per = (256 << 10) / d.stride
@@ -248,7 +250,7 @@ func (d *Decoder) eachHeader(fn func(slot uint64, h *WarpHeader) error) error {
 	var chunk []byte
 	for first := uint64(0); first < d.meta.Warps; first += uint64(per) {
 		n := min(uint64(per), d.meta.Warps-first)
-		size := int64(n-1)*d.stride + WarpHeaderSize
+		size := int64(n-1)*d.stride + raw.WarpHeaderSize
 		if int64(cap(chunk)) < size {
 			chunk = make([]byte, size)
 		}
@@ -258,7 +260,7 @@ func (d *Decoder) eachHeader(fn func(slot uint64, h *WarpHeader) error) error {
 			return fmt.Errorf("read warp headers at offset %d: %w", off, err)
 		}
 		for k := uint64(0); k < n; k++ {
-			DecodeWarpHeader(chunk[int64(k)*d.stride:], &h)
+			raw.DecodeWarpHeader(chunk[int64(k)*d.stride:], &h)
 			slot := first + k
 			if h.Magic == 0 || d.checkHeader(&h, slot) != "" {
 				continue
@@ -282,7 +284,7 @@ func (d *Decoder) eachHeader(fn func(slot uint64, h *WarpHeader) error) error {
 // range_next wrote two records). Those slots hold either the oldest events
 // or some of the newest, so they are left out; the other slots hold the
 // events just before the saturation, in order.
-func (d *Decoder) ringSpan(h *WarpHeader) (first, n uint32, backward bool) {
+func (d *Decoder) ringSpan(h *raw.WarpHeader) (first, n uint32, backward bool) {
 	capa := d.meta.Capacity
 	switch {
 	case !h.Finished():
@@ -305,14 +307,14 @@ func (d *Decoder) ringSpan(h *WarpHeader) (first, n uint32, backward bool) {
 // oldestCycles unwraps a wrapped warp's n stored records (from record index
 // first) backwards from its end anchor and returns the cycle count of its
 // oldest stored event.
-func (d *Decoder) oldestCycles(slot uint64, h *WarpHeader, first, n uint32) (uint64, bool, error) {
+func (d *Decoder) oldestCycles(slot uint64, h *raw.WarpHeader, first, n uint32) (uint64, bool, error) {
 	b, werr := d.readRing(slot, first, n)
 	if werr != nil {
 		return 0, false, werr
 	}
 	c := h.EndClock
-	for i := len(b)/RecordSize - 1; i >= 0; i-- {
-		lo := binary.LittleEndian.Uint32(b[i*RecordSize:])
+	for i := len(b)/raw.RecordSize - 1; i >= 0; i-- {
+		lo := binary.LittleEndian.Uint32(b[i*raw.RecordSize:])
 		c -= uint64(uint32(c) - lo)
 	}
 	return c, c >= h.StartClock, nil
@@ -321,21 +323,21 @@ func (d *Decoder) oldestCycles(slot uint64, h *WarpHeader, first, n uint32) (uin
 // readRing reads n records of slot's ring starting at record index first,
 // wrapping at the capacity, into d.buf.
 func (d *Decoder) readRing(slot uint64, first, n uint32) ([]byte, *WarpError) {
-	size := int(n) * RecordSize
+	size := int(n) * raw.RecordSize
 	if cap(d.buf) < size {
 		d.buf = make([]byte, size)
 	}
 	b := d.buf[:size]
-	base := d.meta.Offset + int64(slot)*d.stride + WarpHeaderSize
+	base := d.meta.Offset + int64(slot)*d.stride + raw.WarpHeaderSize
 	head := min(n, d.meta.Capacity-first) // records before the wrap
 	if head > 0 {
-		off := base + int64(first)*RecordSize
-		if err := readAt(d.r, b[:int(head)*RecordSize], off); err != nil {
+		off := base + int64(first)*raw.RecordSize
+		if err := readAt(d.r, b[:int(head)*raw.RecordSize], off); err != nil {
 			return nil, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read records", Err: err}
 		}
 	}
 	if head < n {
-		if err := readAt(d.r, b[int(head)*RecordSize:], base); err != nil {
+		if err := readAt(d.r, b[int(head)*raw.RecordSize:], base); err != nil {
 			return nil, &WarpError{Launch: d.l.Index, Slot: slot, Offset: base, Msg: "read records", Err: err}
 		}
 	}
@@ -343,14 +345,14 @@ func (d *Decoder) readRing(slot uint64, first, n uint32) ([]byte, *WarpError) {
 }
 
 // checkHeader returns what is wrong with a started warp's header, or "".
-func (d *Decoder) checkHeader(h *WarpHeader, slot uint64) string {
+func (d *Decoder) checkHeader(h *raw.WarpHeader, slot uint64) string {
 	m := d.meta
 	switch {
-	case h.Magic != WarpMagic:
-		return fmt.Sprintf("header magic %#x, want %#x (started) or 0 (never ran)", h.Magic, WarpMagic)
-	case h.Flags&FlagStarted == 0 || h.Flags&^(FlagStarted|FlagFinished|FlagLanesDiverged|FlagCountSaturated|FlagRoleMask<<FlagRoleShift) != 0:
+	case h.Magic != raw.WarpMagic:
+		return fmt.Sprintf("header magic %#x, want %#x (started) or 0 (never ran)", h.Magic, raw.WarpMagic)
+	case h.Flags&raw.FlagStarted == 0 || h.Flags&^(raw.FlagStarted|raw.FlagFinished|raw.FlagLanesDiverged|raw.FlagCountSaturated|raw.FlagRoleMask<<raw.FlagRoleShift) != 0:
 		return fmt.Sprintf("header flags %#x: want bit 0 (started) set and only bits 0-3 and 16-28 (role)", h.Flags)
-	case !h.Finished() && h.Flags&(FlagLanesDiverged|FlagCountSaturated) != 0:
+	case !h.Finished() && h.Flags&(raw.FlagLanesDiverged|raw.FlagCountSaturated) != 0:
 		return fmt.Sprintf("header flags %#x: bit 2 or 3 on a warp that did not finish (they are set at exit, with bit 1)", h.Flags)
 	case !h.Finished() && h.Count != 0:
 		return fmt.Sprintf("count %d on a warp that did not finish (count is written at exit)", h.Count)
@@ -439,8 +441,8 @@ func (d *Decoder) Next(w *Warp) error {
 	if err := readAt(d.r, d.hdr[:], off); err != nil {
 		return d.warpErr(&WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read header", Err: err})
 	}
-	var h WarpHeader
-	DecodeWarpHeader(d.hdr[:], &h)
+	var h raw.WarpHeader
+	raw.DecodeWarpHeader(d.hdr[:], &h)
 	w.SM, w.CTA, w.Warp = h.SM, h.CTA, h.Warp
 	w.CTALinear = slot / uint64(d.meta.WarpsPerCTA)
 	if h.Magic == 0 {
@@ -458,11 +460,11 @@ func (d *Decoder) Next(w *Warp) error {
 	w.LanesDiverged, w.CountSaturated = h.LanesDiverged(), h.CountSaturated()
 	w.First = fit.Ns(h.StartClock)
 	d.sum.Started++
-	raw, werr := d.decodeEvents(w, &h, fit)
+	recs, werr := d.decodeEvents(w, &h, fit)
 	if werr != nil {
 		return d.warpErr(werr)
 	}
-	d.pair(w, fit, raw, h.StartClock)
+	d.pair(w, fit, recs, h.StartClock)
 	// The header holds the last set_role, even when its record was lost to
 	// a wrap. A role id that is no ROLE name was reported with its event.
 	if r := h.Role(); r != 0 && int(r) < len(d.nk) && d.nk[r] == nkRole {
@@ -476,7 +478,7 @@ func (d *Decoder) Next(w *Warp) error {
 	} else {
 		w.Last = w.First
 	}
-	if n := len(w.Events); raw != nil && n > 0 && w.Finished && w.Events[n-1].cycles > h.EndClock {
+	if n := len(w.Events); recs != nil && n > 0 && w.Finished && w.Events[n-1].cycles > h.EndClock {
 		d.violate(w, BadRecord, n-1, "", fmt.Sprintf(
 			"clock %d cycles past the warp's end anchor: a gap over 2^32 cycles between events, or a corrupt record", w.Events[n-1].cycles-h.EndClock))
 	}
@@ -580,7 +582,7 @@ func (d *Decoder) violate(w *Warp, k ViolationKind, idx int, name, detail string
 // unwrapping cycles and converting them to ns. In the common case (cycles
 // unwrapped forward, no window) it only sizes w.Events and returns the raw
 // records, which pair decodes as it goes.
-func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *WarpError) {
+func (d *Decoder) decodeEvents(w *Warp, h *raw.WarpHeader, fit *ClockFit) ([]byte, *WarpError) {
 	capa := d.meta.Capacity
 	le := binary.LittleEndian
 	var b []byte
@@ -622,11 +624,11 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 			return nil, err
 		}
 		n := 0
-		for n < int(span) && le.Uint64(b[n*RecordSize:]) != 0 {
+		for n < int(span) && le.Uint64(b[n*raw.RecordSize:]) != 0 {
 			n++
 		}
 		for j := n + 1; j < int(span); j++ {
-			if le.Uint64(b[j*RecordSize:]) != 0 {
+			if le.Uint64(b[j*raw.RecordSize:]) != 0 {
 				w.Beyond++
 			}
 		}
@@ -636,11 +638,11 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 				"wrap-mode warp did not finish and its ring of %d records is full: without the count the oldest record is unknown, so no event can be ordered or timed; none decoded", capa))
 			b = b[:0]
 		} else {
-			b = b[:n*RecordSize]
+			b = b[:n*raw.RecordSize]
 		}
-		w.Count = uint64(len(b) / RecordSize)
+		w.Count = uint64(len(b) / raw.RecordSize)
 	}
-	n := len(b) / RecordSize
+	n := len(b) / raw.RecordSize
 	w.Stored = n
 	if cap(w.Events) < n {
 		w.Events = make([]Event, n, n+n/4)
@@ -658,7 +660,7 @@ func (d *Decoder) decodeEvents(w *Warp, h *WarpHeader, fit *ClockFit) ([]byte, *
 	} else {
 		c := h.EndClock
 		for i := n - 1; i >= 0; i-- {
-			r := Record(le.Uint64(b[i*RecordSize:]))
+			r := raw.Record(le.Uint64(b[i*raw.RecordSize:]))
 			e := &ev[i]
 			if r == 0 { // unwritten: see decodeForward
 				e.hi, e.cycles = 0, c
@@ -721,17 +723,17 @@ func (k *clockTerms) tag(r uint64, c uint64) uint32 {
 	return uint32(r>>32) - uint32(c>>32)&k.hiMask
 }
 
-// decodeForward decodes the records in raw (len(ev) of them) into ev,
+// decodeForward decodes the records in recs (len(ev) of them) into ev,
 // unwrapping cycles forward from start and converting them to ns exactly as
 // [ClockFit.Ns] does (k holds the fit's terms).
-func decodeForward(ev []Event, raw []byte, start uint64, k *clockTerms) {
+func decodeForward(ev []Event, recs []byte, start uint64, k *clockTerms) {
 	c := start
 	refC, slope, base, hiMask := k.refC, k.slope, k.base, k.hiMask
-	ev = ev[:min(len(ev), len(raw)/RecordSize)]
+	ev = ev[:min(len(ev), len(recs)/raw.RecordSize)]
 	for j := range ev {
-		// One bounds check: re-slicing raw and ev instead costs a dozen
+		// One bounds check: re-slicing recs and ev instead costs a dozen
 		// instructions per record (pointer masking).
-		r := binary.LittleEndian.Uint64(raw[j*RecordSize : j*RecordSize+RecordSize])
+		r := binary.LittleEndian.Uint64(recs[j*raw.RecordSize : j*raw.RecordSize+raw.RecordSize])
 		e := &ev[j]
 		if r == 0 {
 			// An unwritten slot among the stored records: kind 0 at the

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/iket-trace/iket/internal/emu"
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -518,13 +519,13 @@ func TestClockOutsideAnchors(t *testing.T) {
 		mode   trace.Mode
 		n      int // marks, 10 cycles apart
 		rec    int // slot of the record to patch
-		clock  func(h trace.WarpHeader) uint32
+		clock  func(h raw.WarpHeader) uint32
 		index  int
 		prefix string
 	}{
-		{"forward past end", trace.ModeStop, 3, 2, func(h trace.WarpHeader) uint32 { return uint32(h.EndClock) + 1000 }, 2,
+		{"forward past end", trace.ModeStop, 3, 2, func(h raw.WarpHeader) uint32 { return uint32(h.EndClock) + 1000 }, 2,
 			"launch 0 warp 0 (sm 0, cta 0,0,0, warp 0): event 2: clock 1000 cycles past the warp's end anchor"},
-		{"backward before start", trace.ModeWrap, 6, 2, func(h trace.WarpHeader) uint32 { return uint32(h.StartClock) - 1000 }, 0,
+		{"backward before start", trace.ModeWrap, 6, 2, func(h raw.WarpHeader) uint32 { return uint32(h.StartClock) - 1000 }, 0,
 			"launch 0 warp 0 (sm 0, cta 0,0,0, warp 0): event 0: clock "},
 	}
 	for _, tt := range tests {
@@ -543,9 +544,9 @@ func TestClockOutsideAnchors(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := c.Launch(0).Meta
-			var h trace.WarpHeader
-			trace.DecodeWarpHeader(data[m.Offset:], &h)
-			off := m.Offset + trace.WarpHeaderSize + int64(tt.rec)*trace.RecordSize
+			var h raw.WarpHeader
+			raw.DecodeWarpHeader(data[m.Offset:], &h)
+			off := m.Offset + raw.WarpHeaderSize + int64(tt.rec)*raw.RecordSize
 			v := tt.clock(h)
 			data[off], data[off+1], data[off+2], data[off+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 			if c, err = emu.ReadResealed(data); err != nil {
@@ -663,13 +664,13 @@ func TestUnpack(t *testing.T) {
 	start := uint64(3)<<32 - 100
 	for _, version := range []int{1, 2} {
 		for _, c := range []uint64{start, start + 99, start + 100, start + 1<<31} {
-			want := trace.Tag(trace.KindNext, 8191, 0xffff)
-			r := trace.EncodeRecord(version, trace.KindNext, 8191, 0xffff, c)
-			if tag, cy := trace.Unpack(version, r, start); tag != want || cy != c {
+			want := raw.Tag(uint8(trace.KindNext), 8191, 0xffff)
+			r := raw.EncodeRecord(version, uint8(trace.KindNext), 8191, 0xffff, c)
+			if tag, cy := raw.Unpack(version, r, start); tag != want || cy != c {
 				t.Errorf("v%d cycle %d: Unpack = %#x at %d, want %#x at %d", version, c, tag, cy, want, c)
 			}
 		}
-		if tag, cy := trace.Unpack(version, 0, start); tag != 0 || cy != start {
+		if tag, cy := raw.Unpack(version, 0, start); tag != 0 || cy != start {
 			t.Errorf("v%d zero record: %#x at %d", version, tag, cy)
 		}
 	}

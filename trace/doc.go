@@ -2,9 +2,10 @@
 // kernels/include/iket.cuh writes (docs/FORMAT.md), placed on one nanosecond
 // timeline, validated and analysed.
 //
-// Two layers, after golang.org/x/exp/trace: [Record] and [WarpHeader] are the
-// unvalidated low level, exactly as the device wrote them; a [Decoder] turns
-// one launch into [Warp] values warp by warp, with cycles unwrapped and
+// After golang.org/x/exp/trace, a validated layer over an unvalidated one:
+// the raw records and warp headers, exactly as the device wrote them, are
+// internal (docs/FORMAT.md describes them); a [Decoder] turns one launch
+// into [Warp] values warp by warp, with cycles unwrapped and
 // converted to ns by a per-SM [ClockFit], ranges paired ([Range]), marks
 // ([Mark]), drops counted and every pairing problem reported as a
 // [Violation]. The flags the device sets at a warp's exit (its lanes

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/iket-trace/iket/internal/emu"
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -98,7 +99,7 @@ func decodeCapture(data []byte) (*trace.Capture, error) {
 		}
 		data = data[1:]
 	}
-	st := trace.Stride(fuzzCapacity)
+	st := raw.Stride(fuzzCapacity)
 	warps := int64(len(data)) / st
 	meta := trace.Meta{Version: version, Launches: []trace.LaunchMeta{{
 		Kernel: "fuzz", Grid: [3]uint32{uint32(warps), 1, 1}, Block: [3]uint32{32, 1, 1}, WarpsPerCTA: 1,

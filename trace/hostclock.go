@@ -3,6 +3,8 @@ package trace
 import (
 	"errors"
 	"fmt"
+
+	"github.com/iket-trace/iket/internal/raw"
 )
 
 // ErrNoHostClock is matched (errors.Is) by [AlignHost]'s error for a launch
@@ -105,10 +107,10 @@ func gpuInterval(l *Launch) (start, end int64, ok bool, err error) {
 		per = (256 << 10) / stride
 	}
 	var chunk []byte
-	var h WarpHeader
+	var h raw.WarpHeader
 	for first := uint64(0); first < m.Warps; first += uint64(per) {
 		n := min(uint64(per), m.Warps-first)
-		size := int64(n-1)*stride + WarpHeaderSize
+		size := int64(n-1)*stride + raw.WarpHeaderSize
 		if int64(cap(chunk)) < size {
 			chunk = make([]byte, size)
 		}
@@ -118,7 +120,7 @@ func gpuInterval(l *Launch) (start, end int64, ok bool, err error) {
 			return 0, 0, false, fmt.Errorf("read warp headers at offset %d: %w", off, err)
 		}
 		for k := uint64(0); k < n; k++ {
-			DecodeWarpHeader(chunk[int64(k)*stride:], &h)
+			raw.DecodeWarpHeader(chunk[int64(k)*stride:], &h)
 			if !h.Started() || (h.Finished() && h.EndGlobaltimer < h.StartGlobaltimer) || h.StartGlobaltimer > 1<<62 || h.EndGlobaltimer > 1<<62 {
 				continue
 			}

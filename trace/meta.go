@@ -8,6 +8,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/iket-trace/iket/internal/raw"
 )
 
 // Meta is a capture's self-description, stored as JSON after the file header.
@@ -142,7 +144,7 @@ type TimingSettings struct {
 }
 
 // Stride returns the bytes one warp slot of this launch takes.
-func (l *LaunchMeta) Stride() int64 { return Stride(l.Capacity) }
+func (l *LaunchMeta) Stride() int64 { return raw.Stride(l.Capacity) }
 
 // Size returns the bytes of the launch's warp buffers.
 func (l *LaunchMeta) Size() int64 { return int64(l.Warps) * l.Stride() }
@@ -198,8 +200,8 @@ func (l *LaunchMeta) validate(i int) error {
 	}
 	capOK := true
 	switch {
-	case l.Capacity == 0 || l.Capacity > MaxCapacity:
-		bad("capacity", "%d out of range 1..%d", l.Capacity, MaxCapacity)
+	case l.Capacity == 0 || l.Capacity > raw.MaxCapacity:
+		bad("capacity", "%d out of range 1..%d", l.Capacity, raw.MaxCapacity)
 		capOK = false
 	case l.Mode == ModeWrap && l.Capacity&(l.Capacity-1) != 0:
 		bad("capacity", "wrap mode needs a power of two, have %d", l.Capacity)
@@ -410,3 +412,8 @@ func ParseNameTable(s string) ([]Name, error) {
 	}
 	return names, nil
 }
+
+// MaxNames bounds a launch's name table: name ids are 13 bits, 0 is none.
+const MaxNames = 8191
+
+const nameTableHeader = "iket-names 1"

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/iket-trace/iket/internal/raw"
 )
 
 // pairState is the state of pairing one warp. The fast path keeps it in
@@ -33,7 +35,7 @@ type pairState struct {
 // or end), so they come out sorted by Start without a sort in the common
 // case.
 //
-// When raw is not nil, w.Events is only sized and pair decodes raw's
+// When recs is not nil, w.Events is only sized and pair decodes its
 // records into it (cycles unwrapped forward from startClock) with
 // decodeForward, a block of pairBlock events at a time just ahead of the
 // pairing, so the block is still in L1 when it is paired.
@@ -41,7 +43,7 @@ type pairState struct {
 // Ordinary events go through [pairState.fast], a loop without calls;
 // anything else (a violation, a truncated range, growth, many open starts)
 // goes through the general code below, one event at a time.
-func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
+func (d *Decoder) pair(w *Warp, fit *ClockFit, recs []byte, startClock uint64) {
 	ev := w.Events
 	if len(ev) == 0 {
 		return
@@ -53,12 +55,12 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 	// Events before dec are decoded.
 	dec, c := len(ev), startClock
 	d.ct.set(fit)
-	if raw != nil {
+	if recs != nil {
 		dec = 0
 		// The scan below needs every event, and blocks need one
 		// record per event.
-		if truncOK || len(raw) != len(ev)*RecordSize {
-			decodeForward(ev, raw, startClock, &d.ct)
+		if truncOK || len(recs) != len(ev)*raw.RecordSize {
+			decodeForward(ev, recs, startClock, &d.ct)
 			dec = len(ev)
 		}
 	}
@@ -109,7 +111,7 @@ func (d *Decoder) pair(w *Warp, fit *ClockFit, raw []byte, startClock uint64) {
 		if i == dec {
 			// Decode a block ahead.
 			hi := min(len(ev), dec+pairBlock)
-			decodeForward(ev[dec:hi], raw[dec*RecordSize:hi*RecordSize], c, &d.ct)
+			decodeForward(ev[dec:hi], recs[dec*raw.RecordSize:hi*raw.RecordSize], c, &d.ct)
 			c, dec = ev[hi-1].cycles, hi
 		}
 		if !hashed && !d.generalOnly {

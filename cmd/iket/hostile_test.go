@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/iket-trace/iket/internal/emu"
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -208,16 +209,16 @@ func generated(t *testing.T, dir string) map[string]string {
 		{"sparse-2p27-unchecked.iket", "stop", true, false},
 		{"sparse-2p27-hung-wrap.iket", "wrap", false, true},
 	} {
-		st := trace.Stride(capacity)
+		st := raw.Stride(capacity)
 		meta := fmt.Sprintf(`{"version":2,"tool":"hostile","created":"2026-01-02T03:04:05Z","launches":[{"kernel":"sparse","grid":[1,1,1],"block":[32,1,1],"warps_per_cta":1,"warps":1,"capacity":%d,"mode":"%s","names":[{"id":1,"kind":"MARK","name":"m"}],"offset":%d}]}`,
 			capacity, tc.mode, (24+len(`{"version":2,"tool":"hostile","created":"2026-01-02T03:04:05Z","launches":[{"kernel":"sparse","grid":[1,1,1],"block":[32,1,1],"warps_per_cta":1,"warps":1,"capacity":134217728,"mode":"stop","names":[{"id":1,"kind":"MARK","name":"m"}],"offset":32}]}`)+7)&^7)
-		hdr := make([]byte, trace.WarpHeaderSize)
-		binary.LittleEndian.PutUint32(hdr[0:], trace.WarpMagic)
+		hdr := make([]byte, raw.WarpHeaderSize)
+		binary.LittleEndian.PutUint32(hdr[0:], raw.WarpMagic)
 		binary.LittleEndian.PutUint64(hdr[24:], 1e9)
 		binary.LittleEndian.PutUint64(hdr[32:], 1e9)
-		flags := uint32(trace.FlagStarted)
+		flags := uint32(raw.FlagStarted)
 		if tc.finished {
-			flags |= trace.FlagFinished
+			flags |= raw.FlagFinished
 			binary.LittleEndian.PutUint64(hdr[40:], 2e9)
 			binary.LittleEndian.PutUint64(hdr[48:], 3e9)
 			binary.LittleEndian.PutUint32(hdr[56:], capacity)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -74,7 +75,7 @@ type Launch struct {
 	Mode     trace.Mode // "" means stop
 	Names    []trace.Name
 	// Version is the record format written (docs/FORMAT.md section 4); 0
-	// means trace.FormatVersion. The launches of one capture share it.
+	// means raw.FormatVersion. The launches of one capture share it.
 	Version int
 	// SMs spreads CTAs over SMs: a warp's SM is its CTA's linear index
 	// modulo SMs unless the script sets it. 0 means 132.
@@ -187,7 +188,7 @@ func (l *Launch) grid() [3]uint32 {
 
 func (l *Launch) version() int {
 	if l.Version == 0 {
-		return trace.FormatVersion
+		return raw.FormatVersion
 	}
 	return l.Version
 }
@@ -370,17 +371,17 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 	if len(ev) > 0 && ev[0].cycle < sclk {
 		return fmt.Errorf("warp %d: first event at cycle %d precedes the start anchor at cycle %d (constructor at %d)", w.Slot, ev[0].cycle, sclk, start)
 	}
-	h := trace.WarpHeader{
-		Magic: trace.WarpMagic, SM: w.SM, CTA: w.CTA, Warp: w.Warp,
-		StartGlobaltimer: sgt, StartClock: sclk, Flags: trace.FlagStarted,
+	h := raw.WarpHeader{
+		Magic: raw.WarpMagic, SM: w.SM, CTA: w.CTA, Warp: w.Warp,
+		StartGlobaltimer: sgt, StartClock: sclk, Flags: raw.FlagStarted,
 	}
 	for _, e := range ev { // set_role also writes the role into the flags
 		if e.kind == trace.KindRole && !w.NoHeaderRole {
-			h.Flags = trace.FlagStarted | uint32(e.name&trace.FlagRoleMask)<<trace.FlagRoleShift
+			h.Flags = raw.FlagStarted | uint32(e.name&raw.FlagRoleMask)<<raw.FlagRoleShift
 		}
 	}
 	capa := uint64(l.Capacity)
-	recs := b[trace.WarpHeaderSize:]
+	recs := b[raw.WarpHeaderSize:]
 	wrap := l.mode() == trace.ModeWrap
 	sat := uint64(w.SaturateAt)
 	for i, e := range ev {
@@ -397,8 +398,8 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 		if unstored[i] {
 			continue
 		}
-		r := trace.EncodeRecord(l.version(), e.kind, e.name, e.payload, e.cycle)
-		binary.LittleEndian.PutUint64(recs[idx*trace.RecordSize:], uint64(r))
+		r := raw.EncodeRecord(l.version(), uint8(e.kind), e.name, e.payload, e.cycle)
+		binary.LittleEndian.PutUint64(recs[idx*raw.RecordSize:], uint64(r))
 	}
 	if !w.Unfinished {
 		end := w.EndCycle
@@ -416,16 +417,16 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 		}
 		h.EndGlobaltimer, h.EndClock = ck.anchor(end, jitter(w.Slot, 2, ck.JitterCycles))
 		h.Count = uint32(len(ev))
-		h.Flags |= trace.FlagFinished
+		h.Flags |= raw.FlagFinished
 		if sat != 0 && uint64(len(ev)) >= sat {
 			h.Count = w.SaturateAt
-			h.Flags |= trace.FlagCountSaturated
+			h.Flags |= raw.FlagCountSaturated
 		}
 		if w.LanesDiverged {
-			h.Flags |= trace.FlagLanesDiverged
+			h.Flags |= raw.FlagLanesDiverged
 		}
 	}
-	trace.EncodeWarpHeader(b, &h)
+	raw.EncodeWarpHeader(b, &h)
 	return nil
 }
 
@@ -433,7 +434,7 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 func (l *Launch) check() error {
 	m := l.Meta()
 	switch {
-	case l.Capacity == 0 || l.Capacity > trace.MaxCapacity:
+	case l.Capacity == 0 || l.Capacity > raw.MaxCapacity:
 		return fmt.Errorf("emu launch %s: capacity %d", l.Kernel, l.Capacity)
 	case m.Mode == trace.ModeWrap && l.Capacity&(l.Capacity-1) != 0:
 		return fmt.Errorf("emu launch %s: wrap mode needs a power-of-two capacity, have %d", l.Kernel, l.Capacity)
@@ -500,7 +501,7 @@ func Write(w io.Writer, ls ...*Launch) error {
 			return fmt.Errorf("emu write: launch %d records format version %d, launch 0 version %d: one capture holds one version", i, v, meta.Version)
 		}
 		meta.Launches = append(meta.Launches, l.Meta())
-		st := trace.Stride(l.Capacity)
+		st := raw.Stride(l.Capacity)
 		bufs[i] = &reader{l: l, buf: make([]byte, st), pos: int(st)}
 	}
 	if err := trace.WriteCapture(w, &meta, bufs); err != nil {

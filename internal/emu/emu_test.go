@@ -10,11 +10,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/iket-trace/iket/internal/emu"
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/trace"
 )
 
 // slot returns warp slot s's header and records from a capture.
-func slot(t *testing.T, data []byte, s int) (trace.WarpHeader, []trace.Record) {
+func slot(t *testing.T, data []byte, s int) (raw.WarpHeader, []raw.Record) {
 	t.Helper()
 	c, err := emu.Read(data)
 	if err != nil {
@@ -24,23 +25,23 @@ func slot(t *testing.T, data []byte, s int) (trace.WarpHeader, []trace.Record) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h trace.WarpHeader
-	trace.DecodeWarpHeader(b, &h)
-	recs := make([]trace.Record, (len(b)-trace.WarpHeaderSize)/trace.RecordSize)
+	var h raw.WarpHeader
+	raw.DecodeWarpHeader(b, &h)
+	recs := make([]raw.Record, (len(b)-raw.WarpHeaderSize)/raw.RecordSize)
 	for i := range recs {
-		recs[i] = trace.Record(binary.LittleEndian.Uint64(b[trace.WarpHeaderSize+i*trace.RecordSize:]))
+		recs[i] = raw.Record(binary.LittleEndian.Uint64(b[raw.WarpHeaderSize+i*raw.RecordSize:]))
 	}
 	return h, recs
 }
 
-// tagOf returns a version-2 record's tag (trace.Unpack from the warp's
+// tagOf returns a version-2 record's tag (raw.Unpack from the warp's
 // start anchor).
-func tagOf(h trace.WarpHeader, r trace.Record) uint32 {
-	tag, _ := trace.Unpack(2, r, h.StartClock)
+func tagOf(h raw.WarpHeader, r raw.Record) uint32 {
+	tag, _ := raw.Unpack(2, r, h.StartClock)
 	return tag
 }
 
-func kindOf(h trace.WarpHeader, r trace.Record) trace.Kind { return trace.Kind(tagOf(h, r) >> 29) }
+func kindOf(h raw.WarpHeader, r raw.Record) trace.Kind { return trace.Kind(tagOf(h, r) >> 29) }
 
 func marks(l *emu.Launch, n int) *emu.Warp {
 	w := l.Warp([3]uint32{}, 0)
@@ -54,7 +55,7 @@ func TestLayout(t *testing.T) {
 	names := emu.MustNames("MARK m")
 	// want lists, per slot (capacity 4 records + scratch), the index of the
 	// event it holds, or -1 when never written.
-	const done = trace.FlagStarted | trace.FlagFinished
+	const done = raw.FlagStarted | raw.FlagFinished
 	tests := []struct {
 		name  string
 		mode  trace.Mode
@@ -68,17 +69,17 @@ func TestLayout(t *testing.T) {
 		{"stop overflow stores nothing", trace.ModeStop, 7, nil, []int{0, 1, 2, 3, -1}, 7, done},
 		{"wrap ring keeps newest", trace.ModeWrap, 6, nil, []int{4, 5, 2, 3, -1}, 6, done},
 		{"lanes diverged", trace.ModeStop, 2, func(w *emu.Warp) { w.LanesDiverged = true },
-			[]int{0, 1, -1, -1, -1}, 2, done | trace.FlagLanesDiverged},
+			[]int{0, 1, -1, -1, -1}, 2, done | raw.FlagLanesDiverged},
 		{"stop saturated past the buffer", trace.ModeStop, 7, func(w *emu.Warp) { w.SaturateAt = 5 },
-			[]int{0, 1, 2, 3, -1}, 5, done | trace.FlagCountSaturated},
+			[]int{0, 1, 2, 3, -1}, 5, done | raw.FlagCountSaturated},
 		{"stop saturated inside the buffer", trace.ModeStop, 6, func(w *emu.Warp) { w.SaturateAt = 2 },
-			[]int{0, 1, 5, -1, -1}, 2, done | trace.FlagCountSaturated},
+			[]int{0, 1, 5, -1, -1}, 2, done | raw.FlagCountSaturated},
 		{"wrap saturated overwrites one slot", trace.ModeWrap, 9, func(w *emu.Warp) { w.SaturateAt = 6 },
-			[]int{4, 5, 8, 3, -1}, 6, done | trace.FlagCountSaturated},
+			[]int{4, 5, 8, 3, -1}, 6, done | raw.FlagCountSaturated},
 		{"limit not reached", trace.ModeWrap, 5, func(w *emu.Warp) { w.SaturateAt = 6 },
 			[]int{4, 1, 2, 3, -1}, 5, done},
 		{"limit reached by the last event", trace.ModeWrap, 6, func(w *emu.Warp) { w.SaturateAt = 6 },
-			[]int{4, 5, 2, 3, -1}, 6, done | trace.FlagCountSaturated},
+			[]int{4, 5, 2, 3, -1}, 6, done | raw.FlagCountSaturated},
 	}
 	for _, ver := range []int{1, 2} {
 		for _, tt := range tests {
@@ -91,10 +92,10 @@ func TestLayout(t *testing.T) {
 
 func testLayout(t *testing.T, ver int, names []trace.Name, mode trace.Mode, n int, set func(*emu.Warp), wantIdx []int, count, flags uint32) {
 	cyc := func(i int) uint64 { return 5_000_000_000 + uint64(i)*1000 }
-	want := make([]trace.Record, len(wantIdx))
+	want := make([]raw.Record, len(wantIdx))
 	for j, i := range wantIdx {
 		if i >= 0 {
-			want[j] = trace.EncodeRecord(ver, trace.KindMark, 1, uint16(i), cyc(i))
+			want[j] = raw.EncodeRecord(ver, uint8(trace.KindMark), 1, uint16(i), cyc(i))
 		}
 	}
 	l := &emu.Launch{Kernel: "k", Block: [3]uint32{32, 1, 1}, Capacity: 4, Mode: mode, Names: names, Version: ver}
@@ -110,7 +111,7 @@ func testLayout(t *testing.T, ver int, names []trace.Name, mode trace.Mode, n in
 	if diff := cmp.Diff(want, recs); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
-	if h.Count != count || h.Flags != flags || h.Magic != trace.WarpMagic {
+	if h.Count != count || h.Flags != flags || h.Magic != raw.WarpMagic {
 		t.Errorf("header %+v", h)
 	}
 	// Records keep the low 32 bits of the clock (5e9 > 2^32); version 2
@@ -118,8 +119,8 @@ func testLayout(t *testing.T, ver int, names []trace.Name, mode trace.Mode, n in
 	if got, want := recs[0].Clock(), uint32(cyc(wantIdx[0])); got != want {
 		t.Errorf("clock %d, want %d", got, want)
 	}
-	tag, c := trace.Unpack(ver, recs[0], h.StartClock)
-	if tag != trace.Tag(trace.KindMark, 1, uint16(wantIdx[0])) || c != cyc(wantIdx[0]) {
+	tag, c := raw.Unpack(ver, recs[0], h.StartClock)
+	if tag != raw.Tag(uint8(trace.KindMark), 1, uint16(wantIdx[0])) || c != cyc(wantIdx[0]) {
 		t.Errorf("first record %#x: tag %#x at cycle %d, want mark 1 payload %d at %d", uint64(recs[0]), tag, c, wantIdx[0], cyc(wantIdx[0]))
 	}
 }
@@ -141,13 +142,13 @@ func TestAnchors(t *testing.T) {
 	h, _ := slot(t, data, 0)
 	// 1 GHz: cycle 1_000_100 is ns 64_100; the next tick is 64_128, at
 	// cycle 1_000_128. The end: 64_500 -> tick 64_512, cycle 1_000_512.
-	want := trace.WarpHeader{Magic: trace.WarpMagic, Flags: 3, Count: 1,
+	want := raw.WarpHeader{Magic: raw.WarpMagic, Flags: 3, Count: 1,
 		StartGlobaltimer: 64_128, StartClock: 1_000_128, EndGlobaltimer: 64_512, EndClock: 1_000_512}
 	if diff := cmp.Diff(want, h); diff != "" {
 		t.Errorf("header (-want +got):\n%s", diff)
 	}
 	hu, _ := slot(t, data, 1)
-	if hu.Count != 0 || hu.Flags != trace.FlagStarted || hu.EndClock != 0 || hu.Warp != 1 {
+	if hu.Count != 0 || hu.Flags != raw.FlagStarted || hu.EndClock != 0 || hu.Warp != 1 {
 		t.Errorf("unfinished header %+v", hu)
 	}
 }

@@ -1,48 +1,20 @@
-package trace
+package raw
 
-import (
-	"encoding/binary"
-	"fmt"
-)
-
-// Kind is the kind of a device record (3 bits).
-type Kind uint8
-
-// Record kinds, as numbered in docs/FORMAT.md.
-const (
-	KindInvalid Kind = 0 // an unwritten slot
-	KindMark    Kind = 1
-	KindPush    Kind = 2
-	KindPop     Kind = 3
-	KindStart   Kind = 4
-	KindEnd     Kind = 5
-	KindRole    Kind = 6
-	// KindNext (format version 2) closes the innermost open push and
-	// opens a push of its name at the same instant: range_next.
-	KindNext Kind = 7
-)
-
-var kindNames = [...]string{"invalid", "mark", "push", "pop", "start", "end", "role", "next"}
-
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("Kind(%d)", uint8(k))
-}
+import "encoding/binary"
 
 // Record is one raw 8-byte device record.
 type Record uint64
 
-// MakeRecord encodes a version-1 record: the tag in the high word, the
-// clock's low word in the low word. It is the inverse of the accessors.
-func MakeRecord(k Kind, name, payload uint16, clock uint32) Record {
+// MakeRecord encodes a format-version-1 record of kind k (the values of
+// trace.Kind): the tag in the high word, the clock's low word in the low
+// word.
+func MakeRecord(k uint8, name, payload uint16, clock uint32) Record {
 	return Record(uint64(Tag(k, name, payload))<<32 | uint64(clock))
 }
 
 // Tag packs a record's kind, name and payload into 32 bits: kind in bits
 // 29-31, name in 16-28, payload in 0-15.
-func Tag(k Kind, name, payload uint16) uint32 {
+func Tag(k uint8, name, payload uint16) uint32 {
 	return uint32(k&7)<<29 | uint32(name&0x1fff)<<16 | uint32(payload)
 }
 
@@ -54,11 +26,11 @@ func Tag(k Kind, name, payload uint16) uint32 {
 // Kind 0 stands for an unwritten slot: in version 2 it encodes as the
 // all-zero record the device leaves there (in version 1, as a record of kind
 // 0 with the clock, which the decoder reads as unwritten too).
-func EncodeRecord(version int, k Kind, name, payload uint16, cycles uint64) Record {
+func EncodeRecord(version int, k uint8, name, payload uint16, cycles uint64) Record {
 	if version == 1 {
 		return MakeRecord(k, name, payload, uint32(cycles))
 	}
-	if k == KindInvalid {
+	if k == 0 {
 		return 0
 	}
 	return Record(cycles + uint64(Tag(k, name, payload))<<32)
@@ -69,8 +41,8 @@ func EncodeRecord(version int, k Kind, name, payload uint16, cycles uint64) Reco
 // after start with the record's low word (right for events within 2^32
 // cycles of the start, whatever their order in the buffer), and the tag is
 // the record's high word less, in version 2, the cycle count's. An all-zero
-// record is an unwritten slot: tag 0 (kind [KindInvalid]) at start. The
-// decoder does the same inline, unwrapping from the previous event instead.
+// record is an unwritten slot: tag 0 (kind 0) at start. The decoder does
+// the same inline, unwrapping from the previous event instead.
 func Unpack(version int, r Record, start uint64) (tag uint32, cycles uint64) {
 	if r == 0 {
 		return 0, start
@@ -83,21 +55,11 @@ func Unpack(version int, r Record, start uint64) (tag uint32, cycles uint64) {
 	return tag, cycles
 }
 
-// Kind returns a version-1 record's kind (of a version-2 record, see
-// [EncodeRecord] and [Unpack]).
-func (r Record) Kind() Kind { return Kind(r >> 61) }
-
-// Name returns a version-1 record's name id (0 = none).
-func (r Record) Name() uint16 { return uint16(r>>48) & 0x1fff }
-
-// Payload returns a version-1 record's 16-bit payload.
-func (r Record) Payload() uint16 { return uint16(r >> 32) }
-
 // Clock returns the low 32 bits of the SM cycle counter at the event (both
 // versions).
 func (r Record) Clock() uint32 { return uint32(r) }
 
-// Sizes of the device layout.
+// Sizes and flags of the device layout.
 const (
 	RecordSize     = 8
 	WarpHeaderSize = 64
@@ -113,16 +75,16 @@ const (
 	FlagCountSaturated = 8
 	FlagRoleShift      = 16     // bits 16-28 of the flags hold the role id
 	FlagRoleMask       = 0x1fff // after the shift
-	MaxNames           = 8191
 	// FormatVersion is the record format this iket's iket.cuh writes (2:
 	// the tag added to the clock's high word); captures and modules of
 	// MinFormatVersion (1: the tag in place of the clock's high word) are
 	// read too. docs/FORMAT.md section 4.
 	FormatVersion    = 2
 	MinFormatVersion = 1
-	StopMask         = 0xffffffff
-	MaxCapacity      = 1 << 30
-	nameTableHeader  = "iket-names 1"
+	// StopMask is the wrap mask the runtime gives a stop-mode buffer (all
+	// ones: its cursor never wraps).
+	StopMask    = 0xffffffff
+	MaxCapacity = 1 << 30
 )
 
 // Stride returns the bytes one warp slot takes for a capacity.
