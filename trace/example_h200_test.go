@@ -2,9 +2,8 @@ package trace_test
 
 import (
 	"bytes"
-	"errors"
+	"context"
 	"fmt"
-	"io"
 
 	"github.com/iket-trace/iket/internal/bundled"
 	"github.com/iket-trace/iket/trace"
@@ -26,28 +25,18 @@ func ExampleAnalyzer_Overlap() {
 		return
 	}
 	l := c.Launch(0)
-	d, err := trace.NewDecoder(l, trace.Options{Strict: true})
+	an, err := trace.Analyze(context.Background(), l, trace.Options{Strict: true})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	a := trace.NewAnalyzer(l.Meta)
-	var w trace.Warp
-	for {
-		if err := d.Next(&w); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			fmt.Println(err)
-			return
-		}
-		a.Add(&w)
-	}
+	a := an.Analyzer
 	o, err := a.Overlap("compute", "issue")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	s := d.Summary()
+	s := an.Summary
 	fmt.Printf("%s on %s: %d warps, %d events, %d dropped, %d violations\n",
 		l.Meta.Kernel, c.Meta.Device.Name, s.Warps, s.Stored, s.Dropped, s.TotalViolations())
 	fmt.Printf("compute overlaps issue for %.1f%% of its time (lowest CTA %.1f%%)\n", 100*o.Overall, 100*o.MinCTA)
