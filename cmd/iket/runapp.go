@@ -347,16 +347,23 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 	if err := writeExport(ctx, c, pf, "pftrace", perfetto.Options{}); err != nil {
 		return err
 	}
-	if err := writeReport(ctx, c, 0, filepath.Join(dir, reportFile)); err != nil {
+	// Launch 0's one decoding pass feeds report.html and its summary below.
+	a0, col, err := analyzeForReport(ctx, c, 0, trace.Options{})
+	if err != nil {
+		return err
+	}
+	if err := writeAnalysedReport(ctx, c, a0, col, filepath.Join(dir, reportFile)); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\niket: process %d (%s), GPU %d (%s): %d traced launches\n", g.proc.Hello.PID, safeText(g.proc.Hello.Exe), g.device, safeText(meta.Device.Name), len(meta.Launches))
 	for i := 0; i < c.NumLaunches(); i++ {
 		lm := c.Launch(i).Meta
 		fmt.Fprintf(w, "\nlaunch %d: %s, occurrence %d, grid %v, block %v\n", i, safeText(lm.Kernel), lm.Occurrence, lm.Grid, lm.Block)
-		a, err := analyze(ctx, c, i, trace.Options{})
-		if err != nil {
-			return err
+		a := a0
+		if i > 0 {
+			if a, err = analyze(ctx, c, i, trace.Options{}); err != nil {
+				return err
+			}
 		}
 		names, m := a.Analyzer.OverlapMatrix()
 		writeStatsTable(w, a, names, m)
