@@ -44,6 +44,8 @@ func TestParseSelection(t *testing.T) {
 		{in: "2-7", in3: true, env: "2-7"},
 		{in: "4-", in9: true, env: "4-"},
 		{in: "all", in0: true, in3: true, in9: true, env: "0-"},
+		{in: "3,1-2,2-5", in3: true, env: "1-5"},
+		{in: "0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,34,36,38,40,42,44,46,48,50,52,54,56,58,60,62,64,66,68,70,72,74,76,78,80,82,84,86,88,90,92,94,96,98,100,102,104,106,108,110,112,114,116,118,120,122,124,126,128", wantErr: "separate ranges, at most 64"},
 		{in: "x", wantErr: `"x" is not an index`},
 		{in: "5-2", wantErr: "A <= B"},
 		{in: "-1", wantErr: "is not an index"},
@@ -65,6 +67,12 @@ func TestParseSelection(t *testing.T) {
 		if got := s.env(); got != tt.env {
 			t.Errorf("ParseSelection(%q).env() = %q, want %q", tt.in, got, tt.env)
 		}
+	}
+}
+
+func TestOccurrenceRanges(t *testing.T) {
+	if got := occurrenceRanges([]uint64{0, 1, 2, 3, 4, 7, 9, 10, 11, 12}); got != "0-4 7 9-12" {
+		t.Errorf("occurrenceRanges = %q", got)
 	}
 }
 

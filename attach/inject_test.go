@@ -316,6 +316,48 @@ func TestInject(t *testing.T) {
 			},
 		},
 		{
+			name: "a kernel first launched beside another stream's capture leaves the capture whole",
+			args: []string{"--capture-other", "--kernel", "_Z8pipelinePfS_i", "pc", "--kernel", "_Z5otherv", "pc"},
+			opt:  Options{Kernel: regexp.MustCompile(`^nothing$`)},
+			check: func(t *testing.T, r *Result) {
+				if r.ExitCode != 0 {
+					t.Errorf("the program exited %d: its capture broke", r.ExitCode)
+				}
+			},
+		},
+		{
+			name: "a _ptsz launch on the per-thread stream being captured is named, not traced",
+			args: []string{"--capture-ptsz"},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if r.ExitCode != 0 || len(p.Skipped) != 1 || p.Skipped[0].Code != "stream_capture" {
+					t.Errorf("exit %d, skipped %+v; want 0 and the captured launch named", r.ExitCode, p.Skipped)
+				}
+			},
+		},
+		{
+			name: "a wrap build with a capacity not a power of two is named, not traced",
+			args: []string{"--wrap"},
+			opt:  Options{Capacity: 100},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if len(p.Traced()) != 0 || len(p.Skipped) != 1 || p.Skipped[0].Code != "capacity" {
+					t.Errorf("traced %d, skipped %+v", len(p.Traced()), p.Skipped)
+				}
+			},
+		},
+		{
+			name: "timing thousands of occurrences",
+			args: []string{"--uninstrumented", "--launches", "30000"},
+			opt:  Options{Mode: ModeTime, Times: map[string][]uint64{"_Z8pipelinePfS_i": evens(20000)}},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if p.Err != nil || len(p.Launches) < 10000 {
+					t.Errorf("%d launches timed (error %v), want the 10000 even occurrences below 20000 at least", len(p.Launches), p.Err)
+				}
+			},
+		},
+		{
 			name: "a program that crashes after its traced launch keeps it",
 			args: []string{"--launches", "2", "--crash"},
 			check: func(t *testing.T, r *Result) {
@@ -351,6 +393,14 @@ func TestInject(t *testing.T) {
 			tc.check(t, runInjectCase(t, tc))
 		})
 	}
+}
+
+func evens(n uint64) []uint64 {
+	var v []uint64
+	for i := uint64(0); i < n; i += 2 {
+		v = append(v, i)
+	}
+	return v
 }
 
 func mustSel(t *testing.T, s string) Selection {

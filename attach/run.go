@@ -435,14 +435,15 @@ func (s *server) decide(p *Process, q *KernelQuery) string {
 		if !ok {
 			return "0"
 		}
-		parts := []string{"1"}
-		for _, o := range occ {
-			parts = append(parts, strconv.FormatUint(o, 10))
-		}
 		if len(occ) == 0 {
 			return "0"
 		}
-		return strings.Join(parts, " ")
+		// The library reads a reply of at most 64 KiB; past that it times
+		// every occurrence, and the ones not traced stay unpaired.
+		if r := occurrenceRanges(occ); len(r) < maxReply {
+			return "1 " + r
+		}
+		return "1 *"
 	}
 	if !q.Instrumented || !s.matches(q.Name) {
 		return "0"
@@ -452,6 +453,27 @@ func (s *server) decide(p *Process, q *KernelQuery) string {
 		return "0"
 	}
 	return "1"
+}
+
+// maxReply bounds a reply line (the library's buffer is 64 KiB).
+const maxReply = 60000
+
+// occurrenceRanges writes sorted occurrences as runs: "0-4 7 9-12".
+func occurrenceRanges(occ []uint64) string {
+	var parts []string
+	for i := 0; i < len(occ); {
+		j := i
+		for j+1 < len(occ) && occ[j+1] == occ[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, strconv.FormatUint(occ[i], 10))
+		} else {
+			parts = append(parts, strconv.FormatUint(occ[i], 10)+"-"+strconv.FormatUint(occ[j], 10))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, " ")
 }
 
 func (s *server) matches(mangled string) bool {

@@ -8,6 +8,10 @@ import (
 	"strings"
 )
 
+// MaxRanges is how many separate ranges a selection may have (the
+// injection library's limit).
+const MaxRanges = 64
+
 // Selection is a set of matching-launch indices: "3", "0,2,5", "2-7",
 // "4-" (from 4 on) or "all". The zero Selection holds launch 0 only.
 type Selection struct {
@@ -42,6 +46,19 @@ func ParseSelection(s string) (Selection, error) {
 		sel.ranges = append(sel.ranges, [2]uint64{a, b})
 	}
 	sort.Slice(sel.ranges, func(i, j int) bool { return sel.ranges[i][0] < sel.ranges[j][0] })
+	merged := sel.ranges[:1]
+	for _, r := range sel.ranges[1:] {
+		last := &merged[len(merged)-1]
+		if r[0] <= last[1] || (last[1] != math.MaxUint64 && r[0] == last[1]+1) {
+			last[1] = max(last[1], r[1])
+			continue
+		}
+		merged = append(merged, r)
+	}
+	sel.ranges = merged
+	if len(sel.ranges) > MaxRanges {
+		return Selection{}, fmt.Errorf("launch selection %q: %d separate ranges, at most %d (join them into ranges)", s, len(sel.ranges), MaxRanges)
+	}
 	return sel, nil
 }
 

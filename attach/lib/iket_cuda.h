@@ -51,6 +51,12 @@ enum {
 };
 
 enum { CU_STREAM_CAPTURE_STATUS_NONE = 0 };
+enum {
+  CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2,
+};
+#define CU_STREAM_PER_THREAD ((CUstream)0x2)
 enum { CU_STREAM_NON_BLOCKING = 1 };
 enum { CU_EVENT_DEFAULT = 0 };
 enum { CU_MEMHOSTALLOC_PORTABLE = 1, CU_MEMHOSTALLOC_DEVICEMAP = 2 };
@@ -131,6 +137,25 @@ typedef struct {
   uint64_t *correlationData;
   uint32_t correlationId;
 } CUpti_CallbackData;
+
+/* Resource domain. */
+enum {
+  CUPTI_CBID_RESOURCE_CONTEXT_CREATED = 1,
+  CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING = 2,
+  CUPTI_CBID_RESOURCE_STREAM_CREATED = 3,
+  CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING = 4,
+  CUPTI_CBID_RESOURCE_CU_INIT_FINISHED = 5,
+  CUPTI_CBID_RESOURCE_MODULE_LOADED = 6,
+  CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING = 7,
+};
+
+typedef struct {
+  CUcontext context;
+  union {
+    CUstream stream;
+  } resourceHandle;
+  void *resourceDescriptor;
+} CUpti_ResourceData;
 
 typedef void (*CUpti_CallbackFunc)(void *userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void *cbdata);

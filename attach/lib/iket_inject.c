@@ -80,6 +80,7 @@ static struct {
   CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
   CUresult (*EventDestroy)(CUevent);
   CUresult (*OccupancyMaxActiveBlocks)(int *, CUfunction, int, size_t);
+  CUresult (*ThreadExchangeStreamCaptureMode)(int *); /* optional */
 } cu;
 
 static struct {
@@ -94,7 +95,9 @@ static struct {
 
 enum { MODE_TRACE, MODE_TIME };
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* Recursive: a resource callback may come on a thread inside iket's own
+ * calls. */
+static pthread_mutex_t mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static int sock = -1;
 static pid_t sock_pid;
 static pid_t sock_failed; /* the process whose connection failed */
@@ -112,9 +115,10 @@ static unsigned long long seen, traced, timed, skipped;
 static int started;
 
 /* Launch families, by callback id. */
-enum { F_NONE, F_KERNEL, F_COOP, F_EX, F_GRAPH, F_RUNTIME, F_RUNTIME_GRAPH };
+enum { F_NONE, F_KERNEL, F_COOP, F_EX, F_GRAPH, F_RUNTIME };
 #define MAX_CBID 1024
 static unsigned char driver_family[MAX_CBID], runtime_family[MAX_CBID];
+static unsigned char driver_ptsz[MAX_CBID]; /* the entry point's NULL stream is per-thread */
 
 /* Per-function cache. */
 typedef struct fn {
@@ -127,7 +131,8 @@ typedef struct fn {
   size_t state_size, table_size;
   unsigned char initial[STATE_SIZE];
   unsigned long long launches; /* launches of this function */
-  /* time mode: the occurrences to time, sorted; all when ntimes < 0 */
+  /* time mode: ntimes ranges of occurrences to time, as pairs in times;
+   * all when ntimes < 0 */
   long ntimes;
   unsigned long long *times;
   char *name;
@@ -237,17 +242,27 @@ static int write_all(const void *p, size_t n) {
   return 0;
 }
 
+/* read_line reads one reply line. A reply that does not fit, a timeout or
+ * an error ends the connection: a later reply must never be read as the
+ * answer to another query. */
 static int read_line(char *line, size_t cap) {
   size_t n = 0;
-  while (n + 1 < cap) {
+  for (;;) {
+    if (n + 1 >= cap) break;
     ssize_t r = recv(sock, line + n, 1, 0);
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    if (line[n] == '\n') break;
+    if (r <= 0) break;
+    if (line[n] == '\n') {
+      line[n] = 0;
+      return 0;
+    }
     ++n;
   }
-  line[n] = 0;
-  return 0;
+  close(sock);
+  sock = -1;
+  sock_failed = getpid();
+  line[0] = 0;
+  return -1;
 }
 
 static int connect_iket(void);
@@ -349,6 +364,19 @@ static int connect_iket(void) {
   return 0;
 }
 
+/* relaxed makes this thread's driver calls legal while another stream (of
+ * this thread or, in global mode, any) is being captured, and returns the
+ * mode to restore. */
+static int relaxed(void) {
+  int m = CU_STREAM_CAPTURE_MODE_RELAXED;
+  if (cu.ThreadExchangeStreamCaptureMode == NULL || cu.ThreadExchangeStreamCaptureMode(&m) != CUDA_SUCCESS) return -1;
+  return m;
+}
+
+static void restore(int m) {
+  if (m >= 0 && cu.ThreadExchangeStreamCaptureMode != NULL) cu.ThreadExchangeStreamCaptureMode(&m);
+}
+
 static void *sym(void *h, const char *a, const char *b) {
   void *p = b ? dlsym(h, b) : NULL;
   return p ? p : dlsym(h, a);
@@ -394,6 +422,7 @@ static int load_driver(void) {
   REQ(EventDestroy, "cuEventDestroy", "cuEventDestroy_v2")
   REQ(OccupancyMaxActiveBlocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL)
 #undef REQ
+  *(void **)&cu.ThreadExchangeStreamCaptureMode = dlsym(h, "cuThreadExchangeStreamCaptureMode");
   *(void **)&cu.FuncGetName = dlsym(h, "cuFuncGetName");
   *(void **)&cu.KernelGetFunction = dlsym(h, "cuKernelGetFunction");
   *(void **)&cu.KernelGetLibrary = dlsym(h, "cuKernelGetLibrary");
@@ -494,7 +523,7 @@ static void ask(fn *e, int version, int build, const char *names, size_t state_s
   bput(&b, "}", 1);
   e->selected = 0;
   e->ntimes = 0;
-  char line[65536];
+  static char line[65536]; /* under mu */
   if (!b.oom && send_msg('K', &b, NULL, 0) == 0 && read_line(line, sizeof line) == 0 && line[0] == '1') {
     e->selected = 1;
     const char *s = line + 1;
@@ -502,20 +531,28 @@ static void ask(fn *e, int version, int build, const char *names, size_t state_s
     if (*s == '*' || *s == 0) {
       e->ntimes = -1;
     } else {
+      /* occurrences as A or A-B, space separated: pairs in times */
       size_t cap = 16;
-      e->times = malloc(cap * sizeof *e->times);
+      e->times = malloc(2 * cap * sizeof *e->times);
       while (e->times && *s) {
         char *end;
-        unsigned long long v = strtoull(s, &end, 10);
+        unsigned long long lo = strtoull(s, &end, 10), hi = lo;
         if (end == s) break;
+        s = end;
+        if (*s == '-') {
+          hi = strtoull(s + 1, &end, 10);
+          if (end == s + 1) break;
+          s = end;
+        }
         if ((size_t)e->ntimes == cap) {
-          unsigned long long *t = realloc(e->times, 2 * cap * sizeof *t);
+          unsigned long long *t = realloc(e->times, 4 * cap * sizeof *t);
           if (t == NULL) break;
           e->times = t;
           cap *= 2;
         }
-        e->times[e->ntimes++] = v;
-        s = end;
+        e->times[2 * e->ntimes] = lo;
+        e->times[2 * e->ntimes + 1] = hi;
+        ++e->ntimes;
         while (*s == ' ') ++s;
       }
     }
@@ -582,10 +619,53 @@ static void decide(fn *e) {
   e->decided = 1;
 }
 
+/* forget drops the entries of ctx's functions (a module or the context is
+ * going away); they are looked up again at their next launch. */
+static void forget(CUcontext ctx) {
+  for (int h = 0; h < FN_BUCKETS; ++h) {
+    fn **pp = &fns[h];
+    while (*pp) {
+      fn *e = *pp;
+      if (e->ctx == ctx) {
+        *pp = e->next;
+        free(e->times);
+        free(e->name);
+        free(e);
+      } else {
+        pp = &e->next;
+      }
+    }
+  }
+}
+
+/* occurrence counts the process's launches of a kernel by name, so that
+ * one reloaded module or several contexts keep one count. */
+typedef struct occ {
+  struct occ *next;
+  unsigned long long n;
+  char name[];
+} occ;
+static occ *occs[FN_BUCKETS];
+
+static unsigned long long occurrence(const char *name) {
+  unsigned h = 5381;
+  for (const char *c = name; *c; ++c) h = h * 33u + (unsigned char)*c;
+  h %= FN_BUCKETS;
+  for (occ *o = occs[h]; o; o = o->next)
+    if (strcmp(o->name, name) == 0) return o->n++;
+  occ *o = malloc(sizeof *o + strlen(name) + 1);
+  if (o == NULL) return 0;
+  strcpy(o->name, name);
+  o->n = 1;
+  o->next = occs[h];
+  occs[h] = o;
+  return 0;
+}
+
 static int time_this(const fn *e, unsigned long long occ) {
   if (e->ntimes < 0) return 1;
   for (long i = 0; i < e->ntimes; ++i)
-    if (e->times[i] == occ) return 1;
+    if (occ >= e->times[2 * i] && occ <= e->times[2 * i + 1]) return 1;
   return 0;
 }
 
@@ -800,7 +880,7 @@ static void *copy_hung(pending *p) {
  * they were allocated: after a fault no driver call answers). */
 static const void *mapped(const pending *p) { return p->hview; }
 
-static void launch_enter(const CUpti_CallbackData *d, int family, const char *famname) {
+static void launch_enter(const CUpti_CallbackData *d, int family, const char *famname, int ptsz) {
   CUfunction f;
   pending tmp;
   memset(&tmp, 0, sizeof tmp);
@@ -828,6 +908,8 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
     tmp.shared = q->sharedMemBytes;
     tmp.stream = q->hStream;
   }
+  /* A _ptsz entry point's NULL stream is the per-thread default stream. */
+  if (ptsz && tmp.stream == NULL) tmp.stream = CU_STREAM_PER_THREAD;
   ++seen;
   fn *e = lookup(d, f);
   if (e == NULL || (mode == MODE_TRACE && !e->instrumented)) return;
@@ -845,7 +927,7 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
   }
   if (!e->decided) decide(e);
   if (!e->selected) return;
-  unsigned long long occ = e->launches++;
+  unsigned long long occ = occurrence(e->name);
   int trace;
   unsigned long long idx = 0;
   if (mode == MODE_TRACE) {
@@ -876,6 +958,13 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
     return;
   }
   if (trace) {
+    unsigned build;
+    memcpy(&build, e->initial + 24, 4);
+    if ((build & 1u) && (capacity & (capacity - 1u)) != 0) {
+      skip(e->name, "capacity", "a wrap build (-DIKET_WRAP=1) records into a ring: --capacity must be a power of two");
+      free(p);
+      return;
+    }
     unsigned long long stride = 64ull + 8ull * (capacity + 1ull);
     if (p->warps == 0 || p->warps > (0xffffffffull - 4096) / stride) {
       skip(e->name, "too_large", "the launch's warp buffers would not fit in 4 GiB: lower --capacity");
@@ -988,8 +1077,12 @@ static void callback(void *u, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, c
     /* A runtime launch must reach the driver's launch entry points, which
      * do the work; one that did not is counted, never silently lost. */
     if (runtime_family[cbid] == F_RUNTIME) {
+      if (d->callbackSite == CUPTI_API_EXIT && rt_pending &&
+          (d->functionReturnValue == NULL || *(const int *)d->functionReturnValue != 0))
+        rt_pending = 0; /* it failed before launching */
       if (d->callbackSite == CUPTI_API_ENTER) rt_pending = 1;
-      else if (rt_pending) {
+      else if (rt_pending && d->functionReturnValue != NULL && *(const int *)d->functionReturnValue == 0) {
+        /* a successful runtime launch that no driver launch callback saw */
         rt_pending = 0;
         pthread_mutex_lock(&mu);
         ++rt_unseen;
@@ -998,22 +1091,42 @@ static void callback(void *u, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, c
     }
     return;
   }
+  if (dom == CUPTI_CB_DOMAIN_RESOURCE) {
+    /* A module or context going away takes its functions' entries along: a
+     * handle may be reused for another function later. */
+    if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING || cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+      pthread_mutex_lock(&mu);
+      forget(((const CUpti_ResourceData *)data)->context);
+      pthread_mutex_unlock(&mu);
+    }
+    return;
+  }
   if (dom != CUPTI_CB_DOMAIN_DRIVER_API) return;
   int fam = driver_family[cbid];
   if (fam == F_NONE) return;
   rt_pending = 0;
-  pthread_mutex_lock(&mu);
-  if (fam == F_GRAPH) {
-    if (d->callbackSite == CUPTI_API_ENTER) {
-      ++seen;
-      skip(NULL, "graph", "a CUDA graph launch: kernels inside graphs are not traced");
+  if (d->callbackSite == CUPTI_API_EXIT) {
+    /* A traced or timed launch held the lock from its ENTER: no other
+     * launch may start while iket_state points at its buffers. */
+    if (*d->correlationData != 0) {
+      int mode = relaxed();
+      launch_exit(d);
+      restore(mode);
+      pthread_mutex_unlock(&mu);
     }
-  } else if (d->callbackSite == CUPTI_API_ENTER) {
-    launch_enter(d, fam, d->functionName ? d->functionName : "launch");
-  } else {
-    launch_exit(d);
+    return;
   }
-  pthread_mutex_unlock(&mu);
+  *d->correlationData = 0;
+  pthread_mutex_lock(&mu);
+  int mode = relaxed();
+  if (fam == F_GRAPH) {
+    ++seen;
+    skip(NULL, "graph", "a CUDA graph launch: kernels inside graphs are not traced");
+  } else {
+    launch_enter(d, fam, d->functionName ? d->functionName : "launch", driver_ptsz[cbid]);
+  }
+  restore(mode);
+  if (*d->correlationData == 0) pthread_mutex_unlock(&mu);
 }
 
 static void bye(void) {
@@ -1038,8 +1151,7 @@ static void bye(void) {
   pthread_mutex_unlock(&mu);
 }
 
-static void family_by_name(const char *n, unsigned char *fam, CUpti_CallbackDomain dom) {
-  (void)dom;
+static void family_by_name(const char *n, unsigned char *fam) {
   if (strncmp(n, "cuLaunchKernelEx", 16) == 0) *fam = F_EX;
   else if (strncmp(n, "cuLaunchKernel", 14) == 0) *fam = F_KERNEL;
   else if (strncmp(n, "cuLaunchCooperativeKernel", 25) == 0 && strstr(n, "MultiDevice") == NULL) *fam = F_COOP;
@@ -1054,12 +1166,13 @@ static void set_families(void) {
     for (uint32_t id = 1; id < MAX_CBID; ++id) {
       const char *n = NULL;
       if (cupti.GetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &n) == CUPTI_SUCCESS && n) {
-        family_by_name(n, &driver_family[id], CUPTI_CB_DOMAIN_DRIVER_API);
+        family_by_name(n, &driver_family[id]);
+        driver_ptsz[id] = strstr(n, "_ptsz") != NULL;
         named = 1;
       }
       n = NULL;
       if (cupti.GetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, id, &n) == CUPTI_SUCCESS && n)
-        family_by_name(n, &runtime_family[id], CUPTI_CB_DOMAIN_RUNTIME_API);
+        family_by_name(n, &runtime_family[id]);
     }
   }
   if (!named) {
@@ -1071,6 +1184,8 @@ static void set_families(void) {
     driver_family[IKET_CBID_cuLaunchKernelEx_ptsz] = F_EX;
     driver_family[IKET_CBID_cuGraphLaunch] = F_GRAPH;
     driver_family[IKET_CBID_cuGraphLaunch_ptsz] = F_GRAPH;
+    driver_ptsz[IKET_CBID_cuLaunchKernel_ptsz] = driver_ptsz[IKET_CBID_cuLaunchCooperativeKernel_ptsz] =
+        driver_ptsz[IKET_CBID_cuLaunchKernelEx_ptsz] = driver_ptsz[IKET_CBID_cuGraphLaunch_ptsz] = 1;
     runtime_family[IKET_CBID_cudaLaunchKernel_v7000] = F_RUNTIME;
     runtime_family[IKET_CBID_cudaLaunchKernel_ptsz_v7000] = F_RUNTIME;
     runtime_family[IKET_CBID_cudaLaunchCooperativeKernel_v9000] = F_RUNTIME;
@@ -1082,7 +1197,11 @@ static void set_families(void) {
 
 static void atfork_child(void) {
   /* The child's CUDA is not its parent's; it counts and connects anew. */
-  pthread_mutex_init(&mu, NULL);
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&mu, &a);
+  pthread_mutexattr_destroy(&a);
   seen = matching = traced = timed = skipped = rt_unseen = 0;
 }
 
@@ -1105,8 +1224,9 @@ EXPORT int InitializeInjection(void) {
   if (fl && atoll(fl) > 0) flush_bytes = (size_t)atoll(fl);
   const char *l = getenv("IKET_LAUNCHES");
   parse_ranges(l ? l : "0");
+  int drv = load_driver();
   connect_iket();
-  if (load_driver() < 0) {
+  if (drv < 0) {
     note("error", "driver", "iket could not resolve the CUDA driver's entry points in this process");
     pthread_mutex_unlock(&mu);
     return 1;
@@ -1148,6 +1268,8 @@ EXPORT int InitializeInjection(void) {
     if (runtime_family[id] != F_NONE) cupti.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
   }
   if (enabled == 0) note("error", "cupti_error", "no launch callback could be enabled");
+  cupti.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
+  cupti.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   pthread_atfork(NULL, NULL, atfork_child);
   atexit(bye);
   pthread_mutex_unlock(&mu);

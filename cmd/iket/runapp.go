@@ -17,6 +17,7 @@ import (
 	"github.com/iket-trace/iket/attach"
 	"github.com/iket-trace/iket/iket"
 	"github.com/iket-trace/iket/internal/outfile"
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/perfetto"
 	"github.com/iket-trace/iket/trace"
 )
@@ -94,6 +95,9 @@ func runApp(cmd *cobra.Command, o runOptions, argv []string, stdout, stderr io.W
 		if cmd.Flags().Changed(f) {
 			return failWith(exitError, fmt.Errorf("run -- CMD: --%s is for run KERNEL; the program decides (the buffer mode is the build's: -DIKET_WRAP=1)", f))
 		}
+	}
+	if o.capacity > raw.MaxCapacity {
+		return failWith(exitError, fmt.Errorf("--capacity %d: at most %d records per warp", o.capacity, raw.MaxCapacity))
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return failWith(exitError, fmt.Errorf("run: %w", err))

@@ -29,16 +29,10 @@ typedef int CUstreamCaptureStatus;
 typedef int CUstreamCaptureMode;
 
 #define CU_STREAM_LEGACY ((CUstream)0x1)
-#define CU_STREAM_PER_THREAD ((CUstream)0x2)
 enum { CU_STREAM_DEFAULT = 0 };
 enum {
   CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
   CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
-};
-enum {
-  CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
-  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
-  CU_STREAM_CAPTURE_MODE_RELAXED = 2,
 };
 enum { CU_EVENT_DISABLE_TIMING = 2 };
 
@@ -58,24 +52,6 @@ enum {
   CUPTI_ERROR_FAKE_NOT_SUPPORTED = 17, /* fake: FAKE_NO_CUPTI_NAMES's code */
 };
 
-/* Resource domain (cupti_callbacks.h). */
-enum {
-  CUPTI_CBID_RESOURCE_CONTEXT_CREATED = 1,
-  CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING = 2,
-  CUPTI_CBID_RESOURCE_STREAM_CREATED = 3,
-  CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING = 4,
-  CUPTI_CBID_RESOURCE_CU_INIT_FINISHED = 5,
-  CUPTI_CBID_RESOURCE_MODULE_LOADED = 6,
-  CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING = 7,
-};
-
-typedef struct {
-  CUcontext context;
-  union {
-    CUstream stream;
-  } resourceHandle;
-  void *resourceDescriptor; /* CUpti_ModuleResourceData for modules */
-} CUpti_ResourceData;
 
 typedef struct {
   uint32_t moduleId;

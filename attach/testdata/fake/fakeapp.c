@@ -30,7 +30,7 @@
 
 static struct {
   int launches, nkernels, uninstrumented, ex, coop, ptsz, graph, fork, exit_code, crash, print;
-  int wrap, version, ctx_create, nonblocking, capture_mode;
+  int wrap, version, ctx_create, nonblocking, capture_mode, capture_ptsz, capture_other;
   unsigned grid, block;
   const char *names;
   const char *kernel[MAX_KERNELS], *behaviour[MAX_KERNELS];
@@ -44,7 +44,7 @@ static void usage(void) {
           "usage: fakeapp [--launches N] [--kernel NAME BEHAVIOUR]... [--uninstrumented]\n"
           "  [--ex | --coop] [--ptsz] [--grid X] [--block N] [--graph] [--fork N] [--exit CODE]\n"
           "  [--crash] [--print] [--wrap] [--version V] [--names ESCAPED] [--ctx-create]\n"
-          "  [--nonblocking] [--capture-mode global|thread|relaxed]\n"
+          "  [--nonblocking] [--capture-mode global|thread|relaxed] [--capture-ptsz] [--capture-other]\n"
           "BEHAVIOUR: pc unpaired hang fault plain\n");
   exit(2);
 }
@@ -65,6 +65,8 @@ static void parse(int argc, char **argv) {
       opt.kernel[opt.nkernels] = argv[++i];
       opt.behaviour[opt.nkernels++] = argv[++i];
     } else if (!strcmp(a, "--uninstrumented")) opt.uninstrumented = 1;
+    else if (!strcmp(a, "--capture-ptsz")) opt.capture_ptsz = 1;
+    else if (!strcmp(a, "--capture-other")) opt.capture_other = 1;
     else if (!strcmp(a, "--ex")) opt.ex = 1;
     else if (!strcmp(a, "--coop")) opt.coop = 1;
     else if (!strcmp(a, "--ptsz")) opt.ptsz = 1;
@@ -156,6 +158,27 @@ static void run(void) {
   void *params[] = {&in, &out, &count};
   CUstream s;
   CHECK(cuStreamCreate(&s, opt.nonblocking ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT));
+  if (opt.capture_ptsz) {
+    /* capture the per-thread default stream, launching on it as NULL
+     * through a _ptsz entry point */
+    CUgraph g;
+    CHECK(cuStreamBeginCapture_v2(CU_STREAM_PER_THREAD, opt.capture_mode));
+    CHECK(cuLaunchKernel_ptsz(fn[0], 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+    CHECK(cuStreamEndCapture(CU_STREAM_PER_THREAD, &g));
+    return;
+  }
+  if (opt.capture_other) {
+    /* capture s while the same thread launches the second kernel on
+     * another stream */
+    CUgraph g;
+    CUstream s2;
+    CHECK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamBeginCapture_v2(s, opt.capture_mode));
+    launch(fn[0], s, params);
+    launch(fn[1], s2, params);
+    CHECK(cuStreamEndCapture(s, &g));
+    return;
+  }
   if (opt.graph) {
     CUgraph g;
     CUgraphExec ge;
