@@ -211,6 +211,12 @@ func fakeProcess(script string) int {
 	if script == "hang" {
 		status = "hang"
 	}
+	if script == "stuck" {
+		// a launch that began and never ends (a drain that blocks)
+		send(msgStart, Start{Kernel: "_Z8pipelinePfS_i", TimeoutMS: 10}, nil)
+		time.Sleep(time.Minute)
+		return 5
+	}
 	info := LaunchInfo{Kernel: "_Z8pipelinePfS_i", Traced: true, Family: "cuLaunchKernel", Status: status,
 		Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}, Cluster: [3]uint32{1, 1, 1}, ElapsedMS: f64(0.01),
 		WarpsPerCTA: 2, Warps: 4, Capacity: 16, Version: 2, BufferBytes: uint64(len(raw)),
@@ -322,6 +328,19 @@ func TestRunKillsHungProcess(t *testing.T) {
 	}
 	if time.Since(start) > 20*time.Second {
 		t.Errorf("took %v", time.Since(start))
+	}
+}
+
+func TestRunWatchdog(t *testing.T) {
+	defer func(g time.Duration) { watchGrace = g }(watchGrace)
+	watchGrace = 100 * time.Millisecond
+	start := time.Now()
+	res, _ := runFake(t, "stuck", Options{})
+	if res.Hung == nil || res.Hung.Info.Status != "hang" || !strings.Contains(res.Hung.Info.Error, "did not end within") {
+		t.Fatalf("Hung = %+v, want the launch that never ended", res.Hung)
+	}
+	if res.Signal != "killed" || time.Since(start) > 20*time.Second {
+		t.Errorf("exit %d (%s) after %v", res.ExitCode, res.Signal, time.Since(start))
 	}
 }
 

@@ -24,6 +24,7 @@ const (
 	msgLaunch = 'L' // a traced or timed launch, with its buffers
 	msgSkip   = 'S' // a launch that could not be traced, and why
 	msgBye    = 'B' // the process is exiting
+	msgStart  = 'T' // a traced or timed launch begins: its L or S must follow in time
 )
 
 // Hello is what a process says when it connects.
@@ -101,6 +102,13 @@ type Skip struct {
 	Kernel *string `json:"kernel"` // nil for a graph launch
 	Code   string  `json:"code"`   // graph, stream_capture, too_large, alloc, ...
 	Why    string  `json:"why"`
+}
+
+// Start is a traced or timed launch beginning.
+type Start struct {
+	Kernel     string `json:"kernel"`
+	Occurrence uint64 `json:"occurrence"`
+	TimeoutMS  int64  `json:"timeout_ms"`
 }
 
 // Bye is a process's counts when it exits.

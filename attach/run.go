@@ -102,6 +102,39 @@ type Process struct {
 	Err   error
 	spool *os.File
 	order int
+	// watchdog ends the process when a launch that began (msgStart) sends
+	// neither its launch nor its skip in time.
+	watchdog *time.Timer
+}
+
+// watchGrace is what a traced launch may take beyond the library's own
+// timeout, for draining the GPU before it and copying its buffers after.
+var watchGrace = 60 * time.Second
+
+// watch starts the watchdog of p's launch st (with s.mu held).
+func (s *server) watch(p *Process, st Start) {
+	p.unwatch()
+	limit := time.Duration(st.TimeoutMS)*time.Millisecond*2 + watchGrace
+	pid := p.Hello.PID
+	p.watchdog = time.AfterFunc(limit, func() {
+		l := &Launch{Kernel: Demangle(st.Kernel), Info: LaunchInfo{Kernel: st.Kernel, Traced: true, Occurrence: st.Occurrence, Status: "hang",
+			Error: fmt.Sprintf("the launch, with draining the GPU before it and copying its buffers after, did not end within %v", limit)}}
+		s.mu.Lock()
+		p.Launches = append(p.Launches, l)
+		s.mu.Unlock()
+		select {
+		case s.hang <- &hungLaunch{pid: pid, launch: l}:
+		default:
+		}
+	})
+}
+
+// unwatch stops p's watchdog (with s.mu held).
+func (p *Process) unwatch() {
+	if p.watchdog != nil {
+		p.watchdog.Stop()
+		p.watchdog = nil
+	}
 }
 
 // Launch is one traced or timed launch.
@@ -246,7 +279,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	case werr = <-done:
 	case h := <-s.hang:
 		res.Hung = h.launch
-		syscall.Kill(h.pid, syscall.SIGKILL)
+		if h.pid > 0 {
+			syscall.Kill(h.pid, syscall.SIGKILL)
+		} else {
+			cmd.Process.Kill()
+		}
 		select {
 		case werr = <-done:
 		case <-time.After(5 * time.Second):
@@ -370,6 +407,13 @@ func (s *server) handle(c net.Conn, p *Process, h header, js []byte) error {
 			return fmt.Errorf("skip: %w", err)
 		}
 		p.Skipped = append(p.Skipped, k)
+		p.unwatch()
+	case msgStart:
+		var st Start
+		if err := decode(js, &st); err != nil {
+			return fmt.Errorf("start: %w", err)
+		}
+		s.watch(p, st)
 	case msgBye:
 		var b Bye
 		if err := decode(js, &b); err != nil {
@@ -411,6 +455,7 @@ func (s *server) launch(c net.Conn, p *Process, h header, js []byte) error {
 	}
 	s.mu.Lock()
 	p.Launches = append(p.Launches, l)
+	p.unwatch()
 	s.mu.Unlock()
 	if l.Info.Status == "hang" {
 		select {

@@ -876,6 +876,17 @@ static void *copy_hung(pending *p) {
   return NULL; /* h and s stay: the copy may still write into h */
 }
 
+/* started_msg tells the iket process that a traced or timed launch of
+ * kernel begins (it bounds how long the launch may take as a whole). */
+static void started_msg(const char *kernel, unsigned long long occ) {
+  buf b = {0};
+  bput(&b, "{\"kernel\":", 10);
+  bstr(&b, kernel);
+  bprintf(&b, ",\"occurrence\":%llu,\"timeout_ms\":%ld}", occ, timeout_ms);
+  if (!b.oom) send_msg('T', &b, NULL, 0);
+  free(b.p);
+}
+
 /* mapped is the host address of a watch-mode launch's buffers (taken when
  * they were allocated: after a fault no driver call answers). */
 static const void *mapped(const pending *p) { return p->hview; }
@@ -949,6 +960,9 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
   unsigned threads = p->block[0] * p->block[1] * p->block[2];
   p->warps_per_cta = (threads + 31) / 32;
   p->warps = (unsigned long long)p->grid[0] * p->grid[1] * p->grid[2] * p->warps_per_cta;
+  /* The iket process watches the launch from here: draining the GPU, the
+   * launch and the copy back must end within its bound. */
+  started_msg(e->name, occ);
   /* Traced and timed launches run alone: the state is shared by every
    * launch of the module, and the time is the launch's own. */
   CUresult r = cu.CtxSynchronize();
