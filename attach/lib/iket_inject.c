@@ -6,7 +6,7 @@
  * for each launch of a kernel whose module carries iket's instrumentation
  * (the device globals iket_state and iket_name_table, docs/FORMAT.md) that
  * the iket process selects, it gives the launch its warp buffers, times it
- * with CUDA events on its own stream, waits for it, reads the buffers back
+ * with CUDA events on the launch's stream, waits for it, reads the buffers back
  * and hands everything to the iket process over a Unix socket (IKET_SOCKET).
  * The iket process alone writes captures. Every other launch runs untouched.
  *
