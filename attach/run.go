@@ -246,7 +246,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
 
-	s := &server{o: o, res: res, hang: make(chan *hungLaunch, 1)}
+	s := &server{o: o, res: res, hang: make(chan *hungLaunch, 64)}
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, &ProgramError{Program: o.Args[0], Err: err}
@@ -275,20 +275,27 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var werr error
-	select {
-	case werr = <-done:
-	case h := <-s.hang:
-		res.Hung = h.launch
-		if h.pid > 0 {
-			syscall.Kill(h.pid, syscall.SIGKILL)
-		} else {
-			cmd.Process.Kill()
-		}
+	var kill <-chan time.Time // the program's end after a hang
+wait:
+	for {
 		select {
 		case werr = <-done:
-		case <-time.After(5 * time.Second):
+			break wait
+		case h := <-s.hang:
+			// Every hung process is killed; the program gets a while to
+			// end after the first.
+			if res.Hung == nil {
+				res.Hung = h.launch
+				kill = time.After(5 * time.Second)
+			}
+			if h.pid > 0 {
+				syscall.Kill(h.pid, syscall.SIGKILL)
+			} else {
+				cmd.Process.Kill()
+			}
+		case <-kill:
 			cmd.Process.Kill()
-			werr = <-done
+			kill = nil
 		}
 	}
 	// A process may have connected and exited before its connection was

@@ -106,8 +106,13 @@ static unsigned capacity = 4096;
 static int watch;
 static long timeout_ms = 10000;
 static size_t flush_bytes; /* IKET_FLUSH_L2: bytes written before each timed launch */
-static CUdeviceptr flush_buf;
 static unsigned char flush_value;
+/* One flush buffer per context: each GPU's L2 is flushed with its own. */
+#define MAX_FLUSH 64
+static struct {
+  CUcontext ctx;
+  CUdeviceptr buf;
+} flush_bufs[MAX_FLUSH];
 static int nranges;
 static unsigned long long ranges[MAX_RANGES][2];
 static unsigned long long matching; /* matching launches seen (trace mode) */
@@ -876,6 +881,24 @@ static void *copy_hung(pending *p) {
   return NULL; /* h and s stay: the copy may still write into h */
 }
 
+/* flush writes ctx's flush buffer (allocated on first use) and returns the
+ * bytes written, 0 when it could not. */
+static size_t flush(CUcontext ctx) {
+  if (flush_bytes == 0) return 0;
+  int i = 0;
+  while (i < MAX_FLUSH && flush_bufs[i].ctx != NULL && flush_bufs[i].ctx != ctx) ++i;
+  if (i == MAX_FLUSH) return 0;
+  if (flush_bufs[i].ctx == NULL) {
+    flush_bufs[i].ctx = ctx;
+    if (cu.MemAlloc(&flush_bufs[i].buf, flush_bytes) != CUDA_SUCCESS) {
+      flush_bufs[i].buf = 0; /* said once; this context's launches run unflushed */
+      note("warning", "flush", "could not allocate %zu bytes to flush the L2 before timed launches: they run with the cache as it is", flush_bytes);
+    }
+  }
+  if (flush_bufs[i].buf == 0) return 0;
+  return cu.MemsetD8(flush_bufs[i].buf, ++flush_value, flush_bytes) == CUDA_SUCCESS ? flush_bytes : 0;
+}
+
 /* started_msg tells the iket process that a traced or timed launch of
  * kernel begins (it bounds how long the launch may take as a whole). */
 static void started_msg(const char *kernel, unsigned long long occ) {
@@ -996,15 +1019,7 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
   /* The L2 flush: a buffer larger than the L2 written before every timed
    * launch, in both the traced and the baseline program, so that each
    * starts cold whatever iket or the program touched before it. */
-  if (flush_bytes != 0) {
-    if (flush_buf == 0 && cu.MemAlloc(&flush_buf, flush_bytes) != CUDA_SUCCESS) {
-      note("warning", "flush", "could not allocate %zu bytes to flush the L2 before timed launches: they run with the cache as it is", flush_bytes);
-      flush_bytes = 0;
-    } else {
-      cu.MemsetD8(flush_buf, ++flush_value, flush_bytes);
-    }
-  }
-  p->flushed = flush_bytes;
+  p->flushed = flush(e->ctx);
   /* Memsets run on the legacy stream, which a non-blocking stream does not
    * wait for: the buffers are zero and the flush done before the launch. */
   if ((r = cu.CtxSynchronize()) != CUDA_SUCCESS) {

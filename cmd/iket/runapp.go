@@ -123,6 +123,7 @@ func runApp(cmd *cobra.Command, o runOptions, argv []string, stdout, stderr io.W
 			fmt.Fprintf(stderr, "iket: running the baseline %s\n", strings.Join(baseArgs, " "))
 			bo := opt
 			bo.Args, bo.Mode, bo.Times = baseArgs, attach.ModeTime, times
+			bo.Stdin = nil // the traced run had the terminal's input
 			if base, err = attach.Run(ctx, bo); err != nil {
 				return failWith(exitError, fmt.Errorf("run the baseline: %w", err))
 			}
@@ -309,7 +310,9 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 	for _, l := range g.launches {
 		status[launchKey{l.Info.Kernel, l.Info.Occurrence}] = l.Info.Status
 	}
-	lat := attach.Compare(g.proc, base)
+	// This capture's launches only: a process on several GPUs writes one
+	// capture, and one latency.json, per GPU.
+	lat := attach.Compare(&attach.Process{Hello: g.proc.Hello, Launches: g.launches}, base)
 	byKernel := map[string]*attach.KernelLatency{}
 	for i := range lat {
 		byKernel[lat[i].Mangled] = &lat[i]
