@@ -239,6 +239,10 @@ static int write_all(const void *p, size_t n) {
     ssize_t w = send(sock, c, n, MSG_NOSIGNAL);
     if (w < 0) {
       if (errno == EINTR) continue;
+      /* a dead or stuck iket process: stop talking to it */
+      close(sock);
+      sock = -1;
+      sock_failed = getpid();
       return -1;
     }
     c += w;
@@ -363,6 +367,7 @@ static int connect_iket(void) {
    * program: a query then counts as not selected. */
   struct timeval tv = {60, 0};
   setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   sock = s;
   sock_pid = getpid();
   hello();
@@ -980,8 +985,12 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
   p->index = idx;
   p->occurrence = occ;
   p->family = famname;
-  unsigned threads = p->block[0] * p->block[1] * p->block[2];
-  p->warps_per_cta = (threads + 31) / 32;
+  unsigned long long threads = (unsigned long long)p->block[0] * p->block[1] * p->block[2];
+  if (threads == 0 || threads > 1024) { /* the launch itself will fail */
+    free(p);
+    return;
+  }
+  p->warps_per_cta = (unsigned)((threads + 31) / 32);
   p->warps = (unsigned long long)p->grid[0] * p->grid[1] * p->grid[2] * p->warps_per_cta;
   /* The iket process watches the launch from here: draining the GPU, the
    * launch and the copy back must end within its bound. */
