@@ -57,8 +57,8 @@ func calibrationCapture(t *testing.T, sms, rounds, lateSM int, lateNs float64) s
 }
 
 // runCalibrateCLI runs the calibrate command (not yet in root's list) with
-// args and returns its error and outputs.
-func runCalibrateCLI(t *testing.T, args ...string) (error, string) {
+// args and returns its output and error.
+func runCalibrateCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	cmd := newCalibrateCmd(&out, &errb)
@@ -66,7 +66,8 @@ func runCalibrateCLI(t *testing.T, args ...string) (error, string) {
 	cmd.SetOut(&out)
 	cmd.SetErr(&errb)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	return cmd.Execute(), out.String()
+	err := cmd.Execute()
+	return out.String(), err
 }
 
 func TestCalibrateTable(t *testing.T) {
@@ -85,7 +86,7 @@ func TestCalibrateTable(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := calibrationCapture(t, 12, 8, 7, tc.lateNs)
-			err, out := runCalibrateCLI(t, p)
+			out, err := runCalibrateCLI(t, p)
 			if err != nil {
 				t.Fatalf("calibrate: %v\n%s", err, out)
 			}
@@ -94,7 +95,7 @@ func TestCalibrateTable(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", w, out)
 				}
 			}
-			err, js := runCalibrateCLI(t, "--json", p)
+			js, err := runCalibrateCLI(t, "--json", p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +117,7 @@ func TestCalibrateTable(t *testing.T) {
 
 func TestCalibrateRounds(t *testing.T) {
 	p := calibrationCapture(t, 3, 2, -1, 0)
-	err, out := runCalibrateCLI(t, "--rounds", p)
+	out, err := runCalibrateCLI(t, "--rounds", p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestCalibrateErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err, _ := runCalibrateCLI(t, tc.args...)
+			_, err := runCalibrateCLI(t, tc.args...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
 			}
