@@ -226,6 +226,15 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 		}
 		res.Latency = lat
 		tr.Meta.Latency = lat
+		if r, err := base.Resources(cfg); err == nil {
+			lat.UninstrumentedResources = r
+		}
+	}
+	if r, err := inst.Resources(cfg); err == nil {
+		tr.Meta.Resources = r
+	}
+	if res.Latency != nil {
+		res.Warnings = append(res.Warnings, perturbation(cfg.Kernel, tr.Meta.Resources, res.Latency.UninstrumentedResources)...)
 	}
 	res.Device.After = d.Conditions()
 	return res, nil

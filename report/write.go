@@ -99,8 +99,12 @@ type fact struct{ Label, Value string }
 
 // resourcesText is what a kernel takes of an SM, in a line.
 func resourcesText(r *trace.Resources) string {
-	return fmt.Sprintf("%d registers per thread, %d + %d B shared memory, %d B local memory per thread, %d CTAs per SM at most",
+	s := fmt.Sprintf("%d registers per thread, %d + %d B shared memory, %d B local memory per thread, %d CTAs per SM at most",
 		r.Registers, r.StaticSharedBytes, r.DynamicSharedBytes, r.LocalBytes, r.MaxActiveCTAsPerSM)
+	if r.SASSInstructions > 0 {
+		s += fmt.Sprintf(", %d SASS instructions", r.SASSInstructions)
+	}
+	return s
 }
 
 type latencyView struct {

@@ -24,6 +24,10 @@ type Resources struct {
 	LocalBytes         int    `json:"local_bytes"`
 	MaxThreadsPerBlock int    `json:"max_threads_per_block"`
 	MaxActiveCTAsPerSM int    `json:"max_active_ctas_per_sm"`
+	// SASSInstructions is the kernel's instruction count in its cubin, 0
+	// when unknown (a PTX or fatbin image, or a launch inside an
+	// application).
+	SASSInstructions int `json:"sass_instructions,omitempty"`
 }
 
 // HostClock holds the host's clocks read right before a launch was issued

@@ -28,7 +28,10 @@ type latencyJSON struct {
 	Block   [3]uint32      `json:"block"`
 	Device  *trace.Device  `json:"device,omitempty"`
 	Latency *trace.Latency `json:"latency"`
-	Source  string         `json:"source"` // "measured" or "bundled capture"
+	// Resources are the traced build's (the latency holds the
+	// uninstrumented build's).
+	Resources *trace.Resources `json:"resources,omitempty"`
+	Source    string           `json:"source"` // "measured" or "bundled capture"
 }
 
 // writeOutputs writes the pftrace, report.html and latency.json next to the
@@ -59,7 +62,7 @@ func writeOutputs(ctx context.Context, dir string, source string, stdout io.Writ
 	}
 	if l.Latency != nil {
 		b, err := json.MarshalIndent(latencyJSON{
-			Kernel: l.Kernel, Grid: l.Grid, Block: l.Block, Device: c.Meta.Device, Latency: l.Latency, Source: source,
+			Kernel: l.Kernel, Grid: l.Grid, Block: l.Block, Device: c.Meta.Device, Latency: l.Latency, Resources: l.Resources, Source: source,
 		}, "", "  ")
 		if err != nil {
 			return failWith(exitError, fmt.Errorf("encode %s: %w", latencyFile, err))

@@ -28,6 +28,7 @@ const (
 
 	FuncAttrMaxThreadsPerBlock = 0
 	FuncAttrSharedSizeBytes    = 1
+	FuncAttrLocalSizeBytes     = 3
 	FuncAttrNumRegs            = 4
 	FuncAttrMaxDynamicShared   = 8
 
