@@ -358,6 +358,16 @@ func TestInject(t *testing.T) {
 			},
 		},
 		{
+			name: "the SASS instruction count from the loaded module's cubin",
+			args: []string{"--kernel", "warp_roles", "pc", "--cubin", absPath(t, "../iket/testdata/warp_roles_sm90.cubin")},
+			check: func(t *testing.T, r *Result) {
+				tr := one(t, r).Traced()
+				if len(tr) != 1 || tr[0].Info.Resources.SASSInstructions != 280 {
+					t.Errorf("traced %d launches, resources %+v; want warp_roles' 280 instructions", len(tr), tr)
+				}
+			},
+		},
+		{
 			name: "a program that crashes after its traced launch keeps it",
 			args: []string{"--launches", "2", "--crash"},
 			check: func(t *testing.T, r *Result) {
@@ -393,6 +403,15 @@ func TestInject(t *testing.T) {
 			tc.check(t, runInjectCase(t, tc))
 		})
 	}
+}
+
+func absPath(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 func evens(n uint64) []uint64 {

@@ -157,6 +157,12 @@ typedef struct {
   void *resourceDescriptor;
 } CUpti_ResourceData;
 
+typedef struct {
+  uint32_t moduleId;
+  size_t cubinSize;
+  const char *pCubin;
+} CUpti_ModuleResourceData;
+
 typedef void (*CUpti_CallbackFunc)(void *userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void *cbdata);
 

@@ -648,6 +648,65 @@ static void forget(CUcontext ctx) {
   }
 }
 
+/* SASS instruction counts by kernel name, from each loaded module's cubin
+ * (its .text.NAME sections, 16 bytes an instruction). */
+typedef struct sass {
+  struct sass *next;
+  unsigned long long n;
+  char name[];
+} sass;
+static sass *sasses[FN_BUCKETS];
+
+static unsigned name_hash(const char *name) {
+  unsigned h = 5381;
+  for (const char *c = name; *c; ++c) h = h * 33u + (unsigned char)*c;
+  return h % FN_BUCKETS;
+}
+
+static unsigned long long rd(const unsigned char *p, int n) {
+  unsigned long long v = 0;
+  for (int i = n - 1; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+
+/* read_cubin records the instruction counts of an ELF64 cubin's kernels;
+ * anything else (PTX, a damaged image) is left alone. */
+static void read_cubin(const unsigned char *img, size_t n) {
+  if (img == NULL || n < 64 || memcmp(img, "\x7f" "ELF\x02\x01", 6) != 0) return;
+  unsigned long long shoff = rd(img + 0x28, 8), shentsize = rd(img + 0x3a, 2);
+  unsigned long long shnum = rd(img + 0x3c, 2), shstrndx = rd(img + 0x3e, 2);
+  if (shentsize < 64 || shstrndx >= shnum || shoff > n || shnum > (n - shoff) / shentsize) return;
+  const unsigned char *strs = img + shoff + shstrndx * shentsize;
+  unsigned long long stroff = rd(strs + 0x18, 8), strsize = rd(strs + 0x20, 8);
+  if (stroff > n || strsize > n - stroff) return;
+  const char *names = (const char *)img + stroff;
+  for (unsigned long long i = 0; i < shnum; ++i) {
+    const unsigned char *h = img + shoff + i * shentsize;
+    unsigned long long off = rd(h, 4);
+    if (off >= strsize || rd(h + 4, 4) == 8 /* SHT_NOBITS */) continue;
+    const char *nm = names + off;
+    size_t len = strnlen(nm, strsize - off);
+    if (len == strsize - off || len <= 6 || strncmp(nm, ".text.", 6) != 0) continue;
+    const char *k = nm + 6;
+    unsigned hh = name_hash(k);
+    sass *e = sasses[hh];
+    while (e && strcmp(e->name, k) != 0) e = e->next;
+    if (e == NULL) {
+      if ((e = malloc(sizeof *e + strlen(k) + 1)) == NULL) return;
+      strcpy(e->name, k);
+      e->next = sasses[hh];
+      sasses[hh] = e;
+    }
+    e->n = rd(h + 0x20, 8) / 16;
+  }
+}
+
+static unsigned long long sass_count(const char *name) {
+  for (sass *e = sasses[name_hash(name)]; e; e = e->next)
+    if (strcmp(e->name, name) == 0) return e->n;
+  return 0;
+}
+
 /* occurrence counts the process's launches of a kernel by name, so that
  * one reloaded module or several contexts keep one count. */
 typedef struct occ {
@@ -658,9 +717,7 @@ typedef struct occ {
 static occ *occs[FN_BUCKETS];
 
 static unsigned long long occurrence(const char *name) {
-  unsigned h = 5381;
-  for (const char *c = name; *c; ++c) h = h * 33u + (unsigned char)*c;
-  h %= FN_BUCKETS;
+  unsigned h = name_hash(name);
   for (occ *o = occs[h]; o; o = o->next)
     if (strcmp(o->name, name) == 0) return o->n++;
   occ *o = malloc(sizeof *o + strlen(name) + 1);
@@ -797,8 +854,8 @@ static void resources_json(buf *b, const pending *p) {
   int threads = (int)(p->block[0] * p->block[1] * p->block[2]);
   cu.OccupancyMaxActiveBlocks(&occ, f, threads, p->shared);
   bprintf(b, "\"resources\":{\"registers\":%d,\"static_shared_bytes\":%d,\"dynamic_shared_bytes\":%u,"
-             "\"local_bytes\":%d,\"max_threads_per_block\":%d,\"max_active_ctas_per_sm\":%d}",
-          regs, ssm, p->shared, lmem, maxt, occ);
+             "\"local_bytes\":%d,\"max_threads_per_block\":%d,\"max_active_ctas_per_sm\":%d,\"sass_instructions\":%llu}",
+          regs, ssm, p->shared, lmem, maxt, occ, sass_count(p->fn->name));
 }
 
 /* report sends the launch: its description as JSON, then (trace) the buffers. */
@@ -1132,6 +1189,12 @@ static void callback(void *u, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, c
   if (dom == CUPTI_CB_DOMAIN_RESOURCE) {
     /* A module or context going away takes its functions' entries along: a
      * handle may be reused for another function later. */
+    if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
+      const CUpti_ModuleResourceData *m = ((const CUpti_ResourceData *)data)->resourceDescriptor;
+      pthread_mutex_lock(&mu);
+      if (m != NULL) read_cubin((const unsigned char *)m->pCubin, m->cubinSize);
+      pthread_mutex_unlock(&mu);
+    }
     if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING || cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
       pthread_mutex_lock(&mu);
       forget(((const CUpti_ResourceData *)data)->context);
@@ -1306,6 +1369,7 @@ EXPORT int InitializeInjection(void) {
     if (runtime_family[id] != F_NONE) cupti.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
   }
   if (enabled == 0) note("error", "cupti_error", "no launch callback could be enabled");
+  cupti.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
   cupti.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
   cupti.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   pthread_atfork(NULL, NULL, atfork_child);

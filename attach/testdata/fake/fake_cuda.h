@@ -53,11 +53,6 @@ enum {
 };
 
 
-typedef struct {
-  uint32_t moduleId;
-  size_t cubinSize;
-  const char *pCubin; /* the fake: the module's descriptor text */
-} CUpti_ModuleResourceData;
 
 /* Driver entry points. */
 CUresult cuInit(unsigned int flags);

@@ -57,6 +57,8 @@ struct CUmod_st {
   uint32_t id;
   int instrumented;
   char *image;            /* the descriptor, as given */
+  unsigned char *cubin;   /* a "cubin PATH" line's file: the image CUPTI reports */
+  size_t cubin_size;
   unsigned char *state;   /* iket_state, 32 bytes */
   char *names;            /* iket_name_table */
   size_t names_size;      /* with its NUL */

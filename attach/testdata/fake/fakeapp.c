@@ -31,6 +31,7 @@
 static struct {
   int launches, nkernels, uninstrumented, ex, coop, ptsz, graph, fork, exit_code, crash, print;
   int wrap, version, ctx_create, nonblocking, capture_mode, capture_ptsz, capture_other;
+  const char *cubin;
   unsigned grid, block;
   const char *names;
   const char *kernel[MAX_KERNELS], *behaviour[MAX_KERNELS];
@@ -67,6 +68,7 @@ static void parse(int argc, char **argv) {
     } else if (!strcmp(a, "--uninstrumented")) opt.uninstrumented = 1;
     else if (!strcmp(a, "--capture-ptsz")) opt.capture_ptsz = 1;
     else if (!strcmp(a, "--capture-other")) opt.capture_other = 1;
+    else if (!strcmp(a, "--cubin") && i + 1 < argc) opt.cubin = argv[++i];
     else if (!strcmp(a, "--ex")) opt.ex = 1;
     else if (!strcmp(a, "--coop")) opt.coop = 1;
     else if (!strcmp(a, "--ptsz")) opt.ptsz = 1;
@@ -103,9 +105,11 @@ static char *descriptor(void) {
   for (int k = 0; k < opt.nkernels; k++) n += strlen(opt.kernel[k]) + strlen(opt.behaviour[k]) + 16;
   char *d = malloc(n);
   if (!d) exit(3);
+  if (opt.cubin) n += strlen(opt.cubin) + 16;
   int w = snprintf(d, n, "FAKEMOD 1\nnames %s\nbuild %d\nversion %d\n",
                    opt.uninstrumented ? "-" : opt.names ? opt.names : default_names, opt.wrap,
                    opt.version);
+  if (opt.cubin) w += snprintf(d + w, n - (size_t)w, "cubin %s\n", opt.cubin);
   for (int k = 0; k < opt.nkernels; k++)
     w += snprintf(d + w, n - (size_t)w, "kernel %s %s\n", opt.kernel[k], opt.behaviour[k]);
   return d;

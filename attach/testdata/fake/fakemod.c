@@ -36,6 +36,7 @@ void fk_module_free(struct CUmod_st *m) {
   if (m->scratch) fk_remove_alloc((uintptr_t)m->scratch);
   m->magic = 0;
   free(m->image);
+  free(m->cubin);
   free(m);
 }
 
@@ -127,6 +128,16 @@ CUresult fk_module_load(struct CUmod_st **out, const char *image) {
         break;
       }
       m->names_size = len + 1;
+    } else if (strcmp(word, "cubin") == 0 && m->cubin == NULL) {
+      FILE *cf = fopen(l + off, "rb");
+      long sz = -1;
+      if (cf && fseek(cf, 0, SEEK_END) == 0 && (sz = ftell(cf)) > 0 && fseek(cf, 0, SEEK_SET) == 0 &&
+          (m->cubin = malloc((size_t)sz)) && fread(m->cubin, 1, (size_t)sz, cf) == (size_t)sz) {
+        m->cubin_size = (size_t)sz;
+      } else {
+        rc = bad_image(m, line, "cannot read the cubin");
+      }
+      if (cf) fclose(cf);
     } else if (strcmp(word, "build") == 0 && sscanf(l + off, "%u", &build) == 1) {
     } else if (strcmp(word, "version") == 0 && sscanf(l + off, "%u", &version) == 1) {
     } else if (strcmp(word, "kernel") == 0 && sscanf(l + off, "%255s %15s", name, beh) == 2 &&
@@ -198,6 +209,10 @@ FK_EXPORT CUresult cuModuleLoadData(CUmodule *pm, const void *image) {
     if (rc_ != CUDA_SUCCESS) return rc_;
   }
   CUpti_ModuleResourceData d = {m->id, strlen(m->image), m->image};
+  if (m->cubin != NULL) {
+    d.cubinSize = m->cubin_size;
+    d.pCubin = (const char *)m->cubin;
+  }
   fk_resource_callback(CUPTI_CBID_RESOURCE_MODULE_LOADED, fk_current_ctx(), NULL, &d);
   return CUDA_SUCCESS;
 }
