@@ -447,6 +447,13 @@ static void *open_cupti(char *tried, size_t cap) {
                                 "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so",
                                 "/usr/local/cuda/targets/sbsa-linux/lib/libcupti.so"};
   tried[0] = 0;
+  /* A CUPTI the program already loaded is the one to share the process
+   * with. */
+  static const char *loaded[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so", "libcupti.so.11.8"};
+  for (size_t i = 0; i < sizeof loaded / sizeof loaded[0]; ++i) {
+    void *h = dlopen(loaded[i], RTLD_NOW | RTLD_NOLOAD);
+    if (h != NULL) return h;
+  }
   if (env != NULL && env[0] != 0) {
     void *h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) snprintf(tried, cap, "%s (%s)", env, dlerror());
@@ -614,7 +621,7 @@ static void decide(fn *e) {
       memcpy(&version, e->initial + 20, 4);
       memcpy(&build, e->initial + 24, 4);
     }
-    if (e->table != 0 && e->table_size > 0 && e->table_size < (1u << 24)) {
+    if (e->table != 0 && e->table_size > 0 && e->table_size <= (2u << 20)) {
       names = calloc(1, e->table_size + 1);
       if (names && cu.MemcpyDtoH(names, e->table, e->table_size) != CUDA_SUCCESS) {
         free(names);
@@ -920,15 +927,16 @@ static CUresult wait_for(CUevent ev, int *timed_out) {
 /* copy_hung reads a hung launch's device buffers on a stream of its own,
  * best effort, within 2 s. */
 static void *copy_hung(pending *p) {
-  void *h = malloc(p->size);
+  /* Pinned: a copy into pageable memory may wait for the hung kernel. */
+  void *h = NULL;
   CUstream s;
-  if (h == NULL || cu.StreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
-    free(h);
+  if (cu.MemHostAlloc(&h, p->size, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS) return NULL;
+  if (cu.StreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    cu.MemFreeHost(h);
     return NULL;
   }
   if (cu.MemcpyDtoHAsync(h, p->base, p->size, s) != CUDA_SUCCESS) {
-    free(h);
-    return NULL; /* the stream stays: the copy may still run */
+    return NULL; /* h and the stream stay: the copy may still run */
   }
   for (int i = 0; i < 2000; ++i) {
     CUresult r = cu.StreamQuery(s);
@@ -999,6 +1007,14 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
   } else {
     const cuLaunchKernel_params *q = d->functionParams;
     f = q->f;
+    /* a kernel compiled with __cluster_dims__ runs in clusters without a
+     * launch attribute */
+    int cx = 0, cy = 0, cz = 0;
+    if (cu.FuncGetAttribute(&cx, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, f) == CUDA_SUCCESS && cx > 0 &&
+        cu.FuncGetAttribute(&cy, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, f) == CUDA_SUCCESS &&
+        cu.FuncGetAttribute(&cz, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, f) == CUDA_SUCCESS) {
+      tmp.cluster[0] = (unsigned)cx, tmp.cluster[1] = (unsigned)(cy > 0 ? cy : 1), tmp.cluster[2] = (unsigned)(cz > 0 ? cz : 1);
+    }
     tmp.grid[0] = q->gridDimX, tmp.grid[1] = q->gridDimY, tmp.grid[2] = q->gridDimZ;
     tmp.block[0] = q->blockDimX, tmp.block[1] = q->blockDimY, tmp.block[2] = q->blockDimZ;
     tmp.shared = q->sharedMemBytes;
