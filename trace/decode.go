@@ -464,6 +464,13 @@ func (d *Decoder) Next(w *Warp) error {
 	if werr != nil {
 		return d.warpErr(werr)
 	}
+	if w.LanesDiverged && !d.wrap && recs != nil && !repeatsRecord(recs) {
+		// Lanes that record more after the others' last event (a mark by
+		// lane 0 alone at the end) overwrite nothing. Lanes that record
+		// together while their cursors differ write one event at two
+		// slots: a record that appears twice is the sign of that.
+		w.LanesDiverged, w.LanesAhead = false, true
+	}
 	d.pair(w, fit, recs, h.StartClock)
 	// The header holds the last set_role, even when its record was lost to
 	// a wrap. A role id that is no ROLE name was reported with its event.
@@ -484,8 +491,8 @@ func (d *Decoder) Next(w *Warp) error {
 	}
 	if d.opt.Strict {
 		if w.LanesDiverged {
-			d.violate(w, DivergedLanes, -1, "", "lanes recorded different numbers of events (some lanes recorded events the others did not): "+
-				"records may be overwritten; record with the same lanes each time, call tr.sync_lanes() after lanes recorded separately, or build with -DIKET_SAFE_LANES=1")
+			d.violate(w, DivergedLanes, -1, "", "lanes recorded different numbers of events and a record appears twice (lanes that had recorded apart recorded together again): "+
+				"records were overwritten; record with the same lanes each time, call tr.sync_lanes() after lanes recorded separately, or build with -DIKET_SAFE_LANES=1")
 		}
 		if w.CountSaturated {
 			d.violate(w, SaturatedCount, -1, "", fmt.Sprintf("event counter saturated: at least %d events attempted, at least %d dropped (capacity %d, %s mode)",
@@ -522,6 +529,21 @@ func (d *Decoder) Next(w *Warp) error {
 	}
 	d.errs.more += w.MoreViolations
 	return nil
+}
+
+// repeatsRecord reports whether two of recs' 8-byte records are equal: two
+// events of a warp never are (each holds its own clock reading).
+func repeatsRecord(recs []byte) bool {
+	n := len(recs) / raw.RecordSize
+	seen := make(map[uint64]struct{}, n)
+	for i := 0; i < n; i++ {
+		r := binary.LittleEndian.Uint64(recs[i*raw.RecordSize:])
+		if _, ok := seen[r]; ok {
+			return true
+		}
+		seen[r] = struct{}{}
+	}
+	return false
 }
 
 // Each decodes the rest of the pass, calling fn with each warp slot in

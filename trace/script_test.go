@@ -242,6 +242,9 @@ func render(t *testing.T, c *trace.Capture, opt trace.Options) string {
 		if w.LanesDiverged {
 			b.WriteString(" lanes-diverged")
 		}
+		if w.LanesAhead {
+			b.WriteString(" lanes-ahead")
+		}
 		b.WriteString("\n")
 		// The warp's span must hold its events: First <= events <= Last.
 		for _, e := range w.Events {

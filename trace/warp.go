@@ -105,9 +105,19 @@ type Warp struct {
 	CountSaturated bool
 	// LanesDiverged: lanes of the warp that left the kernel together had
 	// recorded different numbers of events (header flag bit 2), so some
-	// records may have been overwritten by others. The warp is decoded as
-	// usual; in strict mode it also has a [DivergedLanes] violation.
+	// records may have been overwritten by others: one of its records
+	// appears twice (a stop-mode warp whose records are all distinct has
+	// LanesAhead instead). The warp is decoded as usual; in strict mode it
+	// also has a [DivergedLanes] violation.
 	LanesDiverged bool
+	// LanesAhead: the header says the lanes recorded different numbers of
+	// events, but no record appears twice, so the lanes that recorded more
+	// did so after the others' last event and nothing was overwritten (a
+	// mark by lane 0 alone at the end). The warp is trusted. Lanes that
+	// record apart in two groups that never record together again can
+	// still lose records unseen: record them together, or call
+	// tr.sync_lanes().
+	LanesAhead bool
 	// Beyond is, for a warp that did not finish, how many records were
 	// stored after its first unwritten slot, where its events are taken to
 	// end: a hang left holes, such as pairs an iket::Batch held in

@@ -369,7 +369,7 @@ func TestFlaggedWarps(t *testing.T) {
 		Names: emu.MustNames("ROLE worker", "RANGE step"),
 	}
 	a := l.Warp([3]uint32{0, 0, 0}, 0)
-	a.Role("worker", 1000).Push("step", 0, 1100).Pop(1200)
+	a.Role("worker", 1000).Push("step", 0, 1100).Push("step", 0, 1100).Pop(1200).Pop(1200) // written twice
 	a.LanesDiverged = true
 	b := l.Warp([3]uint32{1, 0, 0}, 0)
 	b.Role("worker", 1000)

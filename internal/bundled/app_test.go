@@ -7,14 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/iket-trace/iket/internal/bundled"
 	"github.com/iket-trace/iket/trace"
 )
 
 // The captures `iket run -- CMD` recorded inside the example application on
 // the H200 carry the process, the kernel's names and resources, and decode:
-// the consumers' ranges whole, the producer warps flagged for the lane-0
-// end mark the header's lane rule does not allow yet.
+// every range whole, the producer warps' lane-0 end mark included.
 func TestAppCaptures(t *testing.T) {
 	for _, tc := range []struct {
 		name, exe  string
@@ -61,7 +62,7 @@ func TestAppCaptures(t *testing.T) {
 			}
 			var w trace.Warp
 			ranges := map[string]int{}
-			flagged := 0
+			ahead := 0
 			for {
 				err := d.Next(&w)
 				if errors.Is(err, io.EOF) {
@@ -72,20 +73,26 @@ func TestAppCaptures(t *testing.T) {
 				}
 				role := l.NameText(w.Role)
 				if w.LanesDiverged {
-					flagged++
+					t.Errorf("warp %d (%s): lanes diverged with a record written twice", w.Slot, role)
+				}
+				if w.LanesAhead {
+					ahead++
 					if role != "producer" {
-						t.Errorf("warp %d (%s) flagged for its lanes", w.Slot, role)
+						t.Errorf("warp %d (%s) has lanes ahead", w.Slot, role)
 					}
-					continue
 				}
 				for _, r := range w.Ranges {
 					ranges[role+":"+l.NameText(r.Name)]++
 				}
 			}
-			// 4 CTAs, two consumer warps each, 16 tiles: a wait and a
-			// compute range per tile and warp.
-			if ranges["consumer:wait_full"] != 128 || ranges["consumer:compute"] != 128 || flagged != 4 {
-				t.Errorf("ranges %v, %d producer warps flagged; want 128 of each consumer range and 4", ranges, flagged)
+			// 4 CTAs, 16 tiles: the producer loads each tile and waits for a
+			// free slot from the fifth on; two consumer warps each wait for
+			// and compute every tile. The producer warp's lane 0 records
+			// the end mark alone after the rest: its lanes are ahead, and
+			// no record was overwritten.
+			want := map[string]int{"producer:load": 64, "producer:wait_free": 48, "consumer:wait_full": 128, "consumer:compute": 128}
+			if diff := cmp.Diff(want, ranges); diff != "" || ahead != 4 {
+				t.Errorf("ranges (-want +got):\n%s%d producer warps with lanes ahead, want 4", diff, ahead)
 			}
 		})
 	}

@@ -40,8 +40,8 @@
 // record together again. A warp whose lanes leave the kernel disagreeing
 // sets a header flag that the decoder reports (records may have been
 // overwritten); lanes that never recorded do not count, so "always lane 0"
-// is fine, but lanes that recorded together and then apart should call
-// tr.sync_lanes() before they leave. Build with -DIKET_SAFE_LANES=1
+// is fine, and so is lane 0 recording alone after the warp's last event
+// together (the decoder sees that no record was written twice). Build with -DIKET_SAFE_LANES=1
 // to make every event catch the active lanes up (more instructions each).
 // In either build, lanes of one warp must not record in two divergent
 // branches at once (`if (lane == 0) tr.mark(a); else tr.mark(b);`): both
