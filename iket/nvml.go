@@ -104,3 +104,35 @@ func (n *nvmlDevice) conditions() *trace.Conditions {
 	}
 	return c
 }
+
+// ReadGPUs reads every GPU NVML sees: its driver version, maximum SM clock
+// and conditions now, by CUDA UUID ("GPU-..."). It is for a process that
+// does not hold the GPUs itself (`iket run -- CMD` reads them before and
+// after the program). NVML missing is an error; a reading that fails
+// leaves its field zero.
+func ReadGPUs() (map[string]GPUReading, error) {
+	if r := nvml.Init(); r != nvml.SUCCESS {
+		return nil, fmt.Errorf("read GPUs: NVML init: %v", nvml.ErrorString(r))
+	}
+	defer nvml.Shutdown()
+	n, r := nvml.DeviceGetCount()
+	if r != nvml.SUCCESS {
+		return nil, fmt.Errorf("read GPUs: %v", nvml.ErrorString(r))
+	}
+	out := map[string]GPUReading{}
+	for i := 0; i < n; i++ {
+		h, r := nvml.DeviceGetHandleByIndex(i)
+		if r != nvml.SUCCESS {
+			continue
+		}
+		uuid, r := h.GetUUID()
+		if r != nvml.SUCCESS {
+			continue
+		}
+		d := &nvmlDevice{h: h}
+		var info trace.Device
+		d.static(&info)
+		out[uuid] = GPUReading{Driver: info.Driver, MaxSMClockMHz: info.MaxSMClockMHz, Conditions: d.conditions()}
+	}
+	return out, nil
+}

@@ -21,3 +21,6 @@ func (n *nvmlDevice) close() {}
 func (n *nvmlDevice) static(info *trace.Device) {}
 
 func (n *nvmlDevice) conditions() *trace.Conditions { return nil }
+
+// ReadGPUs needs NVML, which needs cgo.
+func ReadGPUs() (map[string]GPUReading, error) { return nil, errNoNVML }

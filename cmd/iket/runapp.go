@@ -112,11 +112,15 @@ func runApp(cmd *cobra.Command, o runOptions, argv []string, stdout, stderr io.W
 		Capacity: o.capacity, Watch: o.watch, LaunchTimeout: o.timeout, FlushL2: flushL2Bytes(o),
 		Library: lib, CUPTI: attach.FindCUPTI(),
 	}
+	// The GPUs' driver, clocks, temperature and power before and after the
+	// program, through NVML (none when it is missing).
+	before, _ := iket.ReadGPUs()
 	res, err := attach.Run(ctx, opt)
 	if err != nil {
 		return failWith(exitError, fmt.Errorf("run: %w", err))
 	}
 	defer res.Close()
+	after, _ := iket.ReadGPUs()
 	var base *attach.Result
 	if baseArgs != nil && ctx.Err() == nil && res.Hung == nil {
 		if times := attach.Times(res.Processes); len(times) > 0 {
@@ -130,7 +134,28 @@ func runApp(cmd *cobra.Command, o runOptions, argv []string, stdout, stderr io.W
 			defer base.Close()
 		}
 	}
-	return reportApp(ctx, o, argv, baseArgs, res, base, stderr)
+	return reportApp(ctx, o, argv, baseArgs, res, base, gpuReadings{before, after}, stderr)
+}
+
+// gpuReadings are the GPUs as NVML read them before and after the traced
+// program, by UUID.
+type gpuReadings struct{ before, after map[string]iket.GPUReading }
+
+// fill completes the capture's device with what NVML says of it.
+func (g gpuReadings) fill(d *trace.Device) {
+	if d == nil {
+		return
+	}
+	if b, ok := g.before[d.UUID]; ok {
+		d.Driver = b.Driver
+		if b.MaxSMClockMHz != 0 {
+			d.MaxSMClockMHz = b.MaxSMClockMHz
+		}
+		d.Before = b.Conditions
+	}
+	if a, ok := g.after[d.UUID]; ok {
+		d.After = a.Conditions
+	}
 }
 
 // flushL2Bytes is what the injection library writes before each timed
@@ -149,7 +174,7 @@ type appGroup struct {
 	launches []*attach.Launch
 }
 
-func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, res, base *attach.Result, w io.Writer) error {
+func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, res, base *attach.Result, gpus gpuReadings, w io.Writer) error {
 	var problems []string
 	for _, p := range res.Processes {
 		for _, n := range p.Notes {
@@ -216,7 +241,7 @@ func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, res, 
 		if g.proc == res.Processes[0] {
 			args = argv
 		}
-		if err := writeAppGroup(ctx, dir, g, args, baseArgs, matched[g.proc], w); err != nil && firstErr == nil {
+		if err := writeAppGroup(ctx, dir, g, args, baseArgs, matched[g.proc], gpus, w); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
@@ -298,8 +323,9 @@ func noLaunchError(o runOptions, r *attach.Result) error {
 }
 
 // writeAppGroup writes one capture and its outputs, and prints a summary.
-func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs []string, base *attach.Process, w io.Writer) error {
+func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs []string, base *attach.Process, gpus gpuReadings, w io.Writer) error {
 	meta, bufs, left, err := g.proc.Capture("iket "+version, argv, g.launches)
+	gpus.fill(meta.Device)
 	for _, l := range left {
 		fmt.Fprintf(w, "iket: left out: %s\n", safeText(l))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/iket-trace/iket/iket"
 	"github.com/iket-trace/iket/internal/fakecuda"
+	"github.com/iket-trace/iket/trace"
 )
 
 var fakeApp struct {
@@ -155,5 +156,23 @@ func TestSplitCommand(t *testing.T) {
 	}
 	if _, err := splitCommand(`a "b`); err == nil {
 		t.Error(`splitCommand("a \"b") succeeded`)
+	}
+}
+
+func TestGPUReadingsFill(t *testing.T) {
+	g := gpuReadings{
+		before: map[string]iket.GPUReading{"GPU-1": {Driver: "580.159.04", MaxSMClockMHz: 1980, Conditions: &trace.Conditions{SMClockMHz: 1755}}},
+		after:  map[string]iket.GPUReading{"GPU-1": {Conditions: &trace.Conditions{SMClockMHz: 1980}}},
+	}
+	d := &trace.Device{Name: "NVIDIA H200", UUID: "GPU-1", MaxSMClockMHz: 1980}
+	g.fill(d)
+	if d.Driver != "580.159.04" || d.Before == nil || d.Before.SMClockMHz != 1755 || d.After == nil || d.After.SMClockMHz != 1980 {
+		t.Errorf("filled %+v", d)
+	}
+	other := &trace.Device{UUID: "GPU-2"}
+	g.fill(other)
+	g.fill(nil)
+	if other.Driver != "" || other.Before != nil {
+		t.Errorf("a GPU NVML did not read got %+v", other)
 	}
 }
