@@ -1,53 +1,54 @@
 // iket.cuh: in-kernel event tracing for CUDA C++ (nvcc and NVRTC).
 //
-// One header, no other includes. Define IKET_ENABLE=1 to record events; leave it
-// undefined (or 0) and every call below compiles to nothing, so one source gives
-// both the instrumented and the uninstrumented (baseline) build.
-//
-// Use:
+// One header, no other includes. Build with -DIKET_ENABLE=1 to record events;
+// without it every call compiles to nothing, so one source gives both the
+// instrumented and the uninstrumented (baseline) build. Run the program
+// under `iket run -- ./app` to trace it; without iket attached the events
+// record nothing.
 //
 //   #define MY_NAMES(X)                                 \
 //     X(ROLE, producer) X(ROLE, consumer)               \
-//     X(RANGE, producer_load) X(RANGE, producer_wait)   \
-//     X(MARK, kernel_start)
+//     X(RANGE, load) X(RANGE, wait) X(RANGE, compute)   \
+//     X(MARK, done)
 //   IKET_NAMES(MY_NAMES)            // once per module, at file scope
 //
 //   __global__ void k(...) {
 //     iket::Warp tr;                // first statement: one per thread
-//     tr.mark(iket_id::kernel_start);
 //     if (warp == 0) {
 //       tr.set_role(iket_id::producer);
-//       tr.range_push(iket_id::producer_load, /*payload=*/stage);
+//       tr.range_push(iket_id::load, /*payload=*/stage);
 //       ...
-//       tr.range_next(iket_id::producer_wait);  // pop + push, one record
+//       tr.range_pop();
+//     } else {
+//       tr.set_role(iket_id::consumer);
+//       tr.range_push(iket_id::wait, stage);
+//       ...
+//       tr.range_next(iket_id::compute, stage);  // pop and push, one event
 //       ...
 //       tr.range_pop();
 //     }
-//   }                               // the destructor closes the warp's record
+//     if (threadIdx.x == 0) tr.mark(iket_id::done);
+//   }
 //
-// In a pipeline loop, tr.stamp() takes a phase change's time where it
-// happens and range_next_pair(stamp, ...) stores it together with the next
-// one later, off the path the next phase waits on. Record no other event
-// between the stamp and its use (see Warp::stamp). Where even one store per
-// loop step costs, iket::Batch keeps the pairs in the lanes' registers and
-// stores 32 at once (see Batch).
+// The calls: mark(name, payload), range_push(name, payload) / range_pop(),
+// range_next(name, payload), range_start(name, payload) -> Token /
+// range_end(token) for ranges that overlap, set_role(role). A payload is 16
+// bits (a stage, an iteration).
 //
 // Lanes. Each lane keeps its own cursor, so an event is a handful of
-// instructions (five to eight: docs/OVERHEAD.md) and no warp-wide step. The rule that
-// buys this: a warp records each event with the same set of lanes as the one
-// before (the whole warp, or always lane 0 inside `if (lane == 0)`). Lanes
-// that recorded separately must call tr.sync_lanes() together before they
-// record together again. A warp whose lanes leave the kernel disagreeing
-// sets a header flag that the decoder reports (records may have been
-// overwritten); lanes that never recorded do not count, so "always lane 0"
-// is fine, and so is lane 0 recording alone after the warp's last event
-// together (the decoder sees that no record was written twice). Build with -DIKET_SAFE_LANES=1
-// to make every event catch the active lanes up (more instructions each).
-// In either build, lanes of one warp must not record in two divergent
-// branches at once (`if (lane == 0) tr.mark(a); else tr.mark(b);`): both
-// groups would take the same slot.
-// Record before the branch or after the lanes rejoin. The binary
-// layout written here is specified in docs/FORMAT.md; trace/ decodes it.
+// instructions and no warp-wide step. Record with the whole warp or with
+// the same lanes each time; lanes that record more after the warp's last
+// event together (lane 0 marking the end) are fine. Lanes that record apart
+// and then together again (lane 0 alone, then the whole warp) must call
+// tr.sync_lanes() together first, or the build takes -DIKET_SAFE_LANES=1
+// (every event catches the active lanes up, at a cost); the decoder names a
+// warp where this overwrote records and leaves it out. Lanes must not record
+// in two divergent branches at once (`if (lane == 0) tr.mark(a); else
+// tr.mark(b);`).
+//
+// For hot loops: tr.stamp() with range_next_pair stores two phase changes
+// at once, and iket::Batch keeps such pairs in registers (see there). The
+// layout written here is docs/FORMAT.md's; trace/ decodes it.
 #ifndef IKET_CUH
 #define IKET_CUH
 
