@@ -59,8 +59,9 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Trace the kernels of your program, or time a standalone kernel",
 		Long: appHelp + `
 run KERNEL (the standalone micro-benchmark path) compiles a kernel twice
-(with and without tracing), checks that both builds compute the exact output, traces one launch, times both builds with
-CUDA events (warm-up until stable, rounds in rotating order with a control,
+(with and without tracing), checks that both builds compute the exact
+output, traces one launch, times both builds with CUDA events (warm-up
+until stable, rounds in rotating order with a control,
 the uninstrumented build loaded again, L2 flushed before each call, medians,
 paired ratios and every round kept) and writes, in the output folder:
 
