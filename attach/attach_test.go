@@ -186,8 +186,21 @@ func fakeProcess(script string) int {
 		c.Write(payload)
 	}
 	send(msgHello, Hello{Protocol: Protocol, PID: os.Getpid(), Host: "h", Exe: "/bin/fake", Env: map[string]string{"RANK": "0"}}, nil)
-	if script == "bad" {
+	switch script {
+	case "bad":
 		send('Z', map[string]int{}, nil)
+		time.Sleep(100 * time.Millisecond)
+		return 0
+	case "oversize": // a frame claiming 32 MiB of JSON
+		var h [9]byte
+		binary.LittleEndian.PutUint32(h[0:], 5+32<<20)
+		h[4] = msgNote
+		binary.LittleEndian.PutUint32(h[5:], 32<<20)
+		c.Write(h[:])
+		time.Sleep(100 * time.Millisecond)
+		return 0
+	case "short": // buffers shorter than the launch says
+		send(msgLaunch, LaunchInfo{Kernel: "_Z1kv", Traced: true, Status: "ok", BufferBytes: 4096}, make([]byte, 16))
 		time.Sleep(100 * time.Millisecond)
 		return 0
 	}
@@ -345,10 +358,18 @@ func TestRunWatchdog(t *testing.T) {
 }
 
 func TestRunProtocolError(t *testing.T) {
-	res, _ := runFake(t, "bad", Options{})
-	p := res.Processes[0]
-	if p.Err == nil || !strings.Contains(p.Err.Error(), "unknown message type") {
-		t.Errorf("Err = %v, want an unknown message type", p.Err)
+	for script, want := range map[string]string{
+		"bad":      "unknown message type",
+		"oversize": "message JSON of 33554432 bytes",
+		"short":    "bytes of buffers, its description says 4096",
+	} {
+		res, _ := runFake(t, script, Options{})
+		if len(res.Processes) != 1 {
+			t.Fatalf("%s: %d processes", script, len(res.Processes))
+		}
+		if p := res.Processes[0]; p.Err == nil || !strings.Contains(p.Err.Error(), want) {
+			t.Errorf("%s: Err = %v, want %q", script, p.Err, want)
+		}
 	}
 }
 
