@@ -111,6 +111,9 @@ func buildFake(t *testing.T) (libDir, app string) {
 		}
 	})
 	if fake.skip != "" {
+		if os.Getenv("IKET_REQUIRE_CC") == "1" {
+			t.Fatalf("%s (IKET_REQUIRE_CC=1)", fake.skip)
+		}
 		t.Skip(fake.skip)
 	}
 	if fake.err != "" {

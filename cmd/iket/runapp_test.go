@@ -32,6 +32,9 @@ func withFake(t *testing.T) string {
 		}
 	})
 	if errors.Is(fakeApp.err, fakecuda.ErrNoCompiler) {
+		if os.Getenv("IKET_REQUIRE_CC") == "1" {
+			t.Fatalf("%v (IKET_REQUIRE_CC=1)", fakeApp.err)
+		}
 		t.Skip(fakeApp.err)
 	}
 	if fakeApp.err != nil {
