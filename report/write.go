@@ -97,16 +97,6 @@ type view struct {
 
 type fact struct{ Label, Value string }
 
-// resourcesText is what a kernel takes of an SM, in a line.
-func resourcesText(r *trace.Resources) string {
-	s := fmt.Sprintf("%d registers per thread, %d + %d B shared memory, %d B local memory per thread, %d CTAs per SM at most",
-		r.Registers, r.StaticSharedBytes, r.DynamicSharedBytes, r.LocalBytes, r.MaxActiveCTAsPerSM)
-	if r.SASSInstructions > 0 {
-		s += fmt.Sprintf(", %d SASS instructions", r.SASSInstructions)
-	}
-	return s
-}
-
 type latencyView struct {
 	*trace.Latency
 	Rounds   []roundRow
@@ -142,10 +132,10 @@ func newView(in *Input, lm *trace.LaunchMeta, p *payload) *view {
 			v.Facts = append(v.Facts, fact{"source", lm.Source})
 		}
 		if r := lm.Resources; r != nil {
-			v.Facts = append(v.Facts, fact{"resources", resourcesText(r)})
+			v.Facts = append(v.Facts, fact{"resources", r.String()})
 		}
 		if l := lm.Latency; l != nil && l.UninstrumentedResources != nil {
-			v.Facts = append(v.Facts, fact{"resources, uninstrumented", resourcesText(l.UninstrumentedResources)})
+			v.Facts = append(v.Facts, fact{"resources, uninstrumented", l.UninstrumentedResources.String()})
 		}
 		if lm.Latency != nil {
 			v.Latency = newLatencyView(lm.Latency)

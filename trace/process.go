@@ -1,5 +1,7 @@
 package trace
 
+import "fmt"
+
 // Process describes the application process a capture was recorded in.
 type Process struct {
 	PID  int      `json:"pid"`
@@ -38,4 +40,14 @@ type HostClock struct {
 	RealtimeAfter   int64 `json:"realtime_after"`
 	MonotonicBefore int64 `json:"monotonic_before"`
 	MonotonicAfter  int64 `json:"monotonic_after"`
+}
+
+// String is what the kernel takes of an SM, in a line.
+func (r *Resources) String() string {
+	s := fmt.Sprintf("%d registers per thread, %d + %d B shared memory, %d B local memory per thread, %d CTAs per SM at most",
+		r.Registers, r.StaticSharedBytes, r.DynamicSharedBytes, r.LocalBytes, r.MaxActiveCTAsPerSM)
+	if r.SASSInstructions > 0 {
+		s += fmt.Sprintf(", %d SASS instructions", r.SASSInstructions)
+	}
+	return s
 }

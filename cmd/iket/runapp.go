@@ -438,9 +438,9 @@ func writeAppLatency(w io.Writer, lat []attach.KernelLatency) {
 		}
 		r := k.Resources
 		if r.Instrumented != nil {
-			fmt.Fprintf(w, "  traced: %s", resourcesLine(r.Instrumented))
+			fmt.Fprintf(w, "  traced: %s", r.Instrumented.String())
 			if u := r.Uninstrumented; u != nil {
-				fmt.Fprintf(w, "; baseline: %s", resourcesLine(u))
+				fmt.Fprintf(w, "; baseline: %s", u.String())
 			}
 			fmt.Fprintln(w)
 		}
@@ -451,15 +451,6 @@ func writeAppLatency(w io.Writer, lat []attach.KernelLatency) {
 			fmt.Fprintf(w, "  the baseline did not time occurrences %v\n", k.Unpaired)
 		}
 	}
-}
-
-// resourcesLine is what a kernel takes of an SM, short.
-func resourcesLine(r *trace.Resources) string {
-	s := fmt.Sprintf("%d registers, %d+%d B shared, %d B local, %d CTAs/SM", r.Registers, r.StaticSharedBytes, r.DynamicSharedBytes, r.LocalBytes, r.MaxActiveCTAsPerSM)
-	if r.SASSInstructions > 0 {
-		s += fmt.Sprintf(", %d SASS instructions", r.SASSInstructions)
-	}
-	return s
 }
 
 // splitCommand splits a command line into words: spaces separate, single
