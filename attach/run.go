@@ -317,6 +317,12 @@ wait:
 		connMu.Unlock()
 		<-finished
 	}
+	// No watchdog may fire into the result once it is returned.
+	s.mu.Lock()
+	for _, p := range res.Processes {
+		p.unwatch()
+	}
+	s.mu.Unlock()
 	res.ExitCode, res.Signal = exitStatus(cmd, werr)
 	sort.SliceStable(res.Processes, func(i, j int) bool { return res.Processes[i].order < res.Processes[j].order })
 	return res, nil
