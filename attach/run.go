@@ -120,6 +120,10 @@ func (s *server) watch(p *Process, st Start) {
 		l := &Launch{Kernel: Demangle(st.Kernel), Info: LaunchInfo{Kernel: st.Kernel, Traced: true, Occurrence: st.Occurrence, Status: "hang",
 			Error: fmt.Sprintf("the launch, with draining the GPU before it and copying its buffers after, did not end within %v", limit)}}
 		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return
+		}
 		p.Launches = append(p.Launches, l)
 		s.mu.Unlock()
 		select {
@@ -319,6 +323,7 @@ wait:
 	}
 	// No watchdog may fire into the result once it is returned.
 	s.mu.Lock()
+	s.closed = true
 	for _, p := range res.Processes {
 		p.unwatch()
 	}
@@ -351,6 +356,8 @@ type server struct {
 	mu   sync.Mutex
 	n    int
 	hang chan *hungLaunch
+	// closed: Run is returning; a watchdog that fires late does nothing.
+	closed bool
 }
 
 // serve reads one process's messages until it disconnects.
