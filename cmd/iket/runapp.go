@@ -388,17 +388,26 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 		return err
 	}
 	fmt.Fprintf(w, "\niket: process %d (%s), GPU %d (%s): %d traced launches\n", g.proc.Hello.PID, safeText(g.proc.Hello.Exe), g.device, safeText(meta.Device.Name), len(meta.Launches))
+	// Each kernel's first traced launch gets the whole table; later ones a
+	// line (iket stats --launch N has the rest).
+	shown := map[string]bool{}
 	for i := 0; i < c.NumLaunches(); i++ {
 		lm := c.Launch(i).Meta
-		fmt.Fprintf(w, "\nlaunch %d: %s, occurrence %d, grid %v, block %v\n", i, safeText(lm.Kernel), lm.Occurrence, lm.Grid, lm.Block)
 		a := a0
 		if i > 0 {
 			if a, err = analyze(ctx, c, i, trace.Options{}); err != nil {
 				return err
 			}
 		}
-		names, m := a.Analyzer.OverlapMatrix()
-		writeStatsTable(w, a, names, m)
+		if shown[lm.Mangled] {
+			fmt.Fprintf(w, "launch %d: %s, occurrence %d: %d warps, %d events, %s, %d violations\n", i, safeText(lm.Kernel), lm.Occurrence,
+				a.Summary.Warps, a.Summary.Stored, droppedText(a.Summary), a.Summary.TotalViolations())
+		} else {
+			shown[lm.Mangled] = true
+			fmt.Fprintf(w, "\nlaunch %d: %s, occurrence %d, grid %v, block %v\n", i, safeText(lm.Kernel), lm.Occurrence, lm.Grid, lm.Block)
+			names, m := a.Analyzer.OverlapMatrix()
+			writeStatsTable(w, a, names, m)
+		}
 		if len(a.Violations) > 0 {
 			fmt.Fprintf(w, "%d pairing violations, the first: %v\n", a.Summary.TotalViolations(), a.Violations[0])
 		}
