@@ -33,7 +33,9 @@
 # development machine by scripts/build-gpu.sh and carried.
 # Env:   OUT   (default ./out) receives the results, at most 8 small files:
 #              overhead.txt (summary + tables), overhead.log (everything),
-#              results.json (every timing round, every pair), sass-event.txt
+#              results.json (every timing round, every pair), sass-event.txt,
+#              trace-gemm.iket, trace-pipeline.iket (one traced launch at a
+#              small size each, for the bundled fixtures)
 #        WORK  (default /tmp/iket-overhead) builds, per-step logs, and each
 #              iket run's folder run-NAME/ (trace.iket, report.html,
 #              latency.json; trace.pftrace is removed, it runs to GBs at
@@ -194,6 +196,20 @@ for n in $GEMM_RUNS; do
   iket_run "gemm$n" gemm "$(gemm_cap "$n")" --kernel gemm --size "$n" --modules "$M" ${dump[@]+"${dump[@]}"}
 done
 iket_run pipeline pipeline "$(pipeline_cap "$ROWS")" --kernel pipeline --size "$ROWS" --modules "$M"
+# Small captures for iket's bundled fixtures (internal/bundled/testdata):
+# one traced launch of each kernel at a small size, with its baseline pair.
+fixture() { # fixture NAME KERNEL CAPACITY BENCH-RUN-FLAGS...
+  local name=$1 kernel=$2 cap=$3; shift 3
+  local base dir=$WORK/fixture-$name
+  base="$(q "$B") run"
+  for a in "$@" --build off --launches 2; do base+=" $(q "$a")"; done
+  rm -rf "$dir"
+  step "fixture-$name" 120 "$IKET" run -o "$dir" --kernel "^$kernel\$" --launch 1 --capacity "$cap" \
+    --baseline "$base" -- "$B" run "$@" --build on --launches 2 &&
+    cp "$dir/trace.iket" "$OUT/trace-$name.iket"
+}
+fixture gemm gemm "$(gemm_cap 1024)" --kernel gemm --size 1024 --modules "$M"
+fixture pipeline pipeline "$(pipeline_cap $((8 * SMS)))" --kernel pipeline --size $((8 * SMS)) --modules "$M"
 step torch 120 python3 kernels/bench/torch_ref.py check --prefix "$WORK/gemm$CS" --size "$CS"
 rm -f "$WORK/gemm"*.bf16
 
