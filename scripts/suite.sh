@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# suite.sh: what iket costs kernels written the plain way, on the GPU
+# machine, as one table. The suite: examples/suite/ring.cu (an ld/st ring
+# through mbarriers), examples/suite/tiled_gemm.cu (a non-persistent WMMA
+# GEMM with many CTAs), examples/app (a producer/consumer pipeline over named
+# barriers), and, when scripts/overhead.sh left its build in $OVERHEAD_WORK,
+# the TMA pipeline and the persistent warp-specialized GEMM of
+# kernels/hopper through kernels/bench.
+#
+#   scripts/suite.sh [NVCC-FLAGS...]     e.g. -DIKET_SAFE_LANES=1
+#
+# For each application: its own time per launch for the plain build, the
+# plain build again (the control) and the instrumented build run without
+# iket (dormant), alternating, five rounds, medians; then `iket run --launch
+# 1-10 --baseline plain` (ten traced launches paired with the plain build's:
+# ratio of medians and paired ratio) and whether the capture validates.
+# The event's latency and throughput are in overhead.sh's table. Expects
+# bin/iket. Prints the table last.
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+[ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
+W=${WORK:-/tmp/iket-suite}
+OW=${OVERHEAD_WORK:-/tmp/iket-overhead}
+mkdir -p "$W"
+IKET=$PWD/bin/iket
+ARCH=${ARCH:--gencode=arch=compute_90a,code=sm_90a}
+EXTRA=("$@")
+median() { sort -n | awk '{v[NR]=$1} END {if (NR == 0) print 0; else print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+us() { "$@" | sed -n 's/.*: \([0-9.]*\) us per launch.*/\1/p'; }
+rows=()
+
+# row NAME PLAIN INSTRUMENTED KERNEL-RE ARGS...: one line of the table.
+row() {
+  local name=$1 plain=$2 inst=$3 re=$4; shift 4
+  : > "$W/$name.p"; : > "$W/$name.c"; : > "$W/$name.d"
+  for r in 1 2 3 4 5; do
+    us "$plain" "$@" >> "$W/$name.p"
+    us "$plain" "$@" >> "$W/$name.c"
+    us "$inst" "$@" >> "$W/$name.d"
+  done
+  local p c d
+  p=$(median < "$W/$name.p") c=$(median < "$W/$name.c") d=$(median < "$W/$name.d")
+  rm -rf "$W/run-$name"
+  "$IKET" run -o "$W/run-$name" --kernel "$re" --launch 1-10 --baseline "$plain $*" -- "$inst" "$@" > "$W/run-$name.log" 2>&1
+  local lat
+  lat=$(python3 -c 'import json,sys
+k=json.load(open(sys.argv[1]))["kernels"][0]; u=k.get("uninstrumented") or {}
+print("%9.2f %9.2f %7.4f %7.4f" % (k["instrumented"]["median_us"], u.get("median_us", 0), k.get("ratio", 0), k.get("paired_ratio", 0)))' "$W/run-$name/latency.json" 2>/dev/null || echo "        -         -       -       -")
+  local valid=strict
+  "$IKET" validate "$W/run-$name/trace.iket" > "$W/validate-$name.log" 2>&1 || valid=violations
+  rows+=("$(printf '%-14s %9.2f %7.4f %7.4f  %s  %s' "$name" "$p" "$(awk -v a="$c" -v b="$p" 'BEGIN { print a / b }')" \
+    "$(awk -v a="$d" -v b="$p" 'BEGIN { print a / b }')" "$lat" "$valid")")
+  echo "${rows[-1]}"
+}
+
+build() { # build OUT SRC...: the plain build, and OUT_on with tracing
+  local out=$1; shift
+  nvcc -O3 -std=c++17 $ARCH -Ikernels/include -Iexamples/app -o "$out" "$@" &&
+    nvcc -O3 -std=c++17 $ARCH ${EXTRA[@]+"${EXTRA[@]}"} -Ikernels/include -Iexamples/app -DIKET_ENABLE=1 -o "${out}_on" "$@"
+}
+echo "iket suite: $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${IKET_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}, flags: ${EXTRA[*]:-none}"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv,noheader 2>&1
+build "$W/ring" examples/suite/ring.cu && row ring "$W/ring" "$W/ring_on" '^ring$'
+build "$W/tiled_gemm" examples/suite/tiled_gemm.cu && row tiled_gemm "$W/tiled_gemm" "$W/tiled_gemm_on" 'tiled_gemm'
+build "$W/app" examples/app/main.cu examples/app/scale.cu && row app_pipeline "$W/app" "$W/app_on" 'pipeline'
+if [ -x "$OW/modules/bench" ]; then
+  # bench run prints no time of its own: the traced columns only.
+  for k in pipeline gemm; do
+    rm -rf "$W/run-$k"
+    "$IKET" run -o "$W/run-$k" --kernel "^$k\$" --launch 1-10 \
+      --baseline "$OW/modules/bench run --kernel $k --modules $OW/modules --build off --launches 11" \
+      -- "$OW/modules/bench" run --kernel "$k" --modules "$OW/modules" --build on --launches 11 > "$W/run-$k.log" 2>&1
+    lat=$(python3 -c 'import json,sys
+k=json.load(open(sys.argv[1]))["kernels"][0]; u=k.get("uninstrumented") or {}
+print("%9.2f %9.2f %7.4f %7.4f" % (k["instrumented"]["median_us"], u.get("median_us", 0), k.get("ratio", 0), k.get("paired_ratio", 0)))' "$W/run-$k/latency.json" 2>/dev/null || echo "        -         -       -       -")
+    rows+=("$(printf '%-14s %9s %7s %7s  %s  %s' "hopper_$k" - - - "$lat" "$("$IKET" validate "$W/run-$k/trace.iket" > /dev/null 2>&1 && echo strict || echo violations)")")
+  done
+else
+  echo "no overhead.sh build in $OW: the Hopper kernels are left out (run scripts/overhead.sh first)"
+fi
+echo
+echo "kernel          plain_us control dormant  traced_us  base_us   ratio  paired  validate"
+printf '%s\n' "${rows[@]}"
