@@ -151,6 +151,7 @@ typedef struct pending {
   int trace;
   CUstream stream;
   unsigned grid[3], block[3], cluster[3], shared;
+  int cluster_from_function; /* no launch attribute: ask the function */
   unsigned long long index, occurrence;
   unsigned warps_per_cta;
   unsigned long long warps;
@@ -1007,14 +1008,7 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
   } else {
     const cuLaunchKernel_params *q = d->functionParams;
     f = q->f;
-    /* a kernel compiled with __cluster_dims__ runs in clusters without a
-     * launch attribute */
-    int cx = 0, cy = 0, cz = 0;
-    if (cu.FuncGetAttribute(&cx, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, f) == CUDA_SUCCESS && cx > 0 &&
-        cu.FuncGetAttribute(&cy, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, f) == CUDA_SUCCESS &&
-        cu.FuncGetAttribute(&cz, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, f) == CUDA_SUCCESS) {
-      tmp.cluster[0] = (unsigned)cx, tmp.cluster[1] = (unsigned)(cy > 0 ? cy : 1), tmp.cluster[2] = (unsigned)(cz > 0 ? cz : 1);
-    }
+    tmp.cluster_from_function = 1;
     tmp.grid[0] = q->gridDimX, tmp.grid[1] = q->gridDimY, tmp.grid[2] = q->gridDimZ;
     tmp.block[0] = q->blockDimX, tmp.block[1] = q->blockDimY, tmp.block[2] = q->blockDimZ;
     tmp.shared = q->sharedMemBytes;
@@ -1049,6 +1043,16 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
   } else {
     if (!time_this(e, occ)) return;
     trace = 0;
+  }
+  if (tmp.cluster_from_function) {
+    /* a kernel compiled with __cluster_dims__ runs in clusters without a
+     * launch attribute (asked of traced and timed launches only) */
+    int cx = 0, cy = 0, cz = 0;
+    if (cu.FuncGetAttribute(&cx, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, f) == CUDA_SUCCESS && cx > 0 &&
+        cu.FuncGetAttribute(&cy, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, f) == CUDA_SUCCESS &&
+        cu.FuncGetAttribute(&cz, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, f) == CUDA_SUCCESS) {
+      tmp.cluster[0] = (unsigned)cx, tmp.cluster[1] = (unsigned)(cy > 0 ? cy : 1), tmp.cluster[2] = (unsigned)(cz > 0 ? cz : 1);
+    }
   }
   pending *p = malloc(sizeof *p);
   if (p == NULL) return;
