@@ -985,65 +985,12 @@ static void started_msg(const char *kernel, unsigned long long occ) {
  * they were allocated: after a fault no driver call answers). */
 static const void *mapped(const pending *p) { return p->hview; }
 
-static void launch_enter(const CUpti_CallbackData *d, int family, const char *famname, int ptsz) {
-  CUfunction f;
-  pending tmp;
-  memset(&tmp, 0, sizeof tmp);
-  tmp.cluster[0] = tmp.cluster[1] = tmp.cluster[2] = 1;
-  if (family == F_EX) {
-    const cuLaunchKernelEx_params *q = d->functionParams;
-    const CUlaunchConfig *c = q->config;
-    if (c == NULL) return;
-    f = q->f;
-    tmp.grid[0] = c->gridDimX, tmp.grid[1] = c->gridDimY, tmp.grid[2] = c->gridDimZ;
-    tmp.block[0] = c->blockDimX, tmp.block[1] = c->blockDimY, tmp.block[2] = c->blockDimZ;
-    tmp.shared = c->sharedMemBytes;
-    tmp.stream = c->hStream;
-    for (unsigned i = 0; c->attrs != NULL && i < c->numAttrs; ++i)
-      if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
-        tmp.cluster[0] = c->attrs[i].value.clusterDim.x;
-        tmp.cluster[1] = c->attrs[i].value.clusterDim.y;
-        tmp.cluster[2] = c->attrs[i].value.clusterDim.z;
-      }
-  } else {
-    const cuLaunchKernel_params *q = d->functionParams;
-    f = q->f;
-    tmp.cluster_from_function = 1;
-    tmp.grid[0] = q->gridDimX, tmp.grid[1] = q->gridDimY, tmp.grid[2] = q->gridDimZ;
-    tmp.block[0] = q->blockDimX, tmp.block[1] = q->blockDimY, tmp.block[2] = q->blockDimZ;
-    tmp.shared = q->sharedMemBytes;
-    tmp.stream = q->hStream;
-  }
-  /* A _ptsz entry point's NULL stream is the per-thread default stream. */
-  if (ptsz && tmp.stream == NULL) tmp.stream = CU_STREAM_PER_THREAD;
-  ++seen;
-  fn *e = lookup(d, f);
-  if (e == NULL || (mode == MODE_TRACE && !e->instrumented)) return;
-  int cap = 0;
-  CUresult cr = cu.StreamIsCapturing(tmp.stream, &cap);
-  if (cr != CUDA_SUCCESS) {
-    if (mode == MODE_TRACE) skip(e->name, "context_error", errname(cr));
-    return;
-  }
-  if (cap != CU_STREAM_CAPTURE_STATUS_NONE) {
-    /* Recorded into a graph, not run now: nothing may be copied or waited
-     * for. Graph launches are reported when they happen. */
-    if (mode == MODE_TRACE) skip(e->name, "stream_capture", "launched into a stream being captured into a CUDA graph: it runs when the graph does, untraced");
-    return;
-  }
-  if (!e->decided) decide(e);
-  if (!e->selected) return;
-  unsigned long long occ = occurrence(e->name);
-  int trace;
-  unsigned long long idx = 0;
-  if (mode == MODE_TRACE) {
-    idx = matching++;
-    if (!in_ranges(idx)) return;
-    trace = 1;
-  } else {
-    if (!time_this(e, occ)) return;
-    trace = 0;
-  }
+/* begin_launch prepares a traced or timed launch (in relaxed capture mode:
+ * it drains the GPU, allocates and copies) and leaves it pending for the
+ * launch's exit callback. */
+static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfunction f, int trace,
+                         unsigned long long idx, unsigned long long occ, const char *famname) {
+  pending tmp = *tmpp;
   if (tmp.cluster_from_function) {
     /* a kernel compiled with __cluster_dims__ runs in clusters without a
      * launch attribute (asked of traced and timed launches only) */
@@ -1124,6 +1071,74 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
   clock_gettime(CLOCK_REALTIME, &p->rt0);
   clock_gettime(CLOCK_MONOTONIC, &p->mono0);
   *d->correlationData = (uint64_t)(uintptr_t)p;
+}
+
+static void launch_enter(const CUpti_CallbackData *d, int family, const char *famname, int ptsz) {
+  CUfunction f;
+  pending tmp;
+  memset(&tmp, 0, sizeof tmp);
+  tmp.cluster[0] = tmp.cluster[1] = tmp.cluster[2] = 1;
+  if (family == F_EX) {
+    const cuLaunchKernelEx_params *q = d->functionParams;
+    const CUlaunchConfig *c = q->config;
+    if (c == NULL) return;
+    f = q->f;
+    tmp.grid[0] = c->gridDimX, tmp.grid[1] = c->gridDimY, tmp.grid[2] = c->gridDimZ;
+    tmp.block[0] = c->blockDimX, tmp.block[1] = c->blockDimY, tmp.block[2] = c->blockDimZ;
+    tmp.shared = c->sharedMemBytes;
+    tmp.stream = c->hStream;
+    for (unsigned i = 0; c->attrs != NULL && i < c->numAttrs; ++i)
+      if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+        tmp.cluster[0] = c->attrs[i].value.clusterDim.x;
+        tmp.cluster[1] = c->attrs[i].value.clusterDim.y;
+        tmp.cluster[2] = c->attrs[i].value.clusterDim.z;
+      }
+  } else {
+    const cuLaunchKernel_params *q = d->functionParams;
+    f = q->f;
+    tmp.cluster_from_function = 1;
+    tmp.grid[0] = q->gridDimX, tmp.grid[1] = q->gridDimY, tmp.grid[2] = q->gridDimZ;
+    tmp.block[0] = q->blockDimX, tmp.block[1] = q->blockDimY, tmp.block[2] = q->blockDimZ;
+    tmp.shared = q->sharedMemBytes;
+    tmp.stream = q->hStream;
+  }
+  /* A _ptsz entry point's NULL stream is the per-thread default stream. */
+  if (ptsz && tmp.stream == NULL) tmp.stream = CU_STREAM_PER_THREAD;
+  ++seen;
+  fn *e = lookup(d, f);
+  if (e == NULL || (mode == MODE_TRACE && !e->instrumented)) return;
+  int cap = 0;
+  CUresult cr = cu.StreamIsCapturing(tmp.stream, &cap);
+  if (cr != CUDA_SUCCESS) {
+    if (mode == MODE_TRACE) skip(e->name, "context_error", errname(cr));
+    return;
+  }
+  if (cap != CU_STREAM_CAPTURE_STATUS_NONE) {
+    /* Recorded into a graph, not run now: nothing may be copied or waited
+     * for. Graph launches are reported when they happen. */
+    if (mode == MODE_TRACE) skip(e->name, "stream_capture", "launched into a stream being captured into a CUDA graph: it runs when the graph does, untraced");
+    return;
+  }
+  if (!e->decided) {
+    int m = relaxed();
+    decide(e);
+    restore(m);
+  }
+  if (!e->selected) return;
+  unsigned long long occ = occurrence(e->name);
+  int trace;
+  unsigned long long idx = 0;
+  if (mode == MODE_TRACE) {
+    idx = matching++;
+    if (!in_ranges(idx)) return;
+    trace = 1;
+  } else {
+    if (!time_this(e, occ)) return;
+    trace = 0;
+  }
+  int m = relaxed();
+  begin_launch(d, e, &tmp, f, trace, idx, occ, famname);
+  restore(m);
 }
 
 static void launch_exit(const CUpti_CallbackData *d) {
@@ -1239,14 +1254,14 @@ static void callback(void *u, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, c
   }
   *d->correlationData = 0;
   pthread_mutex_lock(&mu);
-  int mode = relaxed();
   if (fam == F_GRAPH) {
     ++seen;
     skip(NULL, "graph", "a CUDA graph launch: kernels inside graphs are not traced");
   } else {
+    /* an untraced launch of a known function makes no driver call but the
+     * capture check; the calls that could break a capture run relaxed */
     launch_enter(d, fam, d->functionName ? d->functionName : "launch", driver_ptsz[cbid]);
   }
-  restore(mode);
   if (*d->correlationData == 0) pthread_mutex_unlock(&mu);
 }
 
