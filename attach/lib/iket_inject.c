@@ -498,6 +498,13 @@ static void parse_ranges(const char *s) {
   }
 }
 
+/* past_ranges reports whether no launch from index i on is selected. */
+static int past_ranges(unsigned long long i) {
+  for (int k = 0; k < nranges; ++k)
+    if (i <= ranges[k][1]) return 0;
+  return 1;
+}
+
 static int in_ranges(unsigned long long i) {
   for (int k = 0; k < nranges; ++k)
     if (i >= ranges[k][0] && i <= ranges[k][1]) return 1;
@@ -1107,6 +1114,9 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
   ++seen;
   fn *e = lookup(d, f);
   if (e == NULL || (mode == MODE_TRACE && !e->instrumented)) return;
+  /* Not selected, or past the last launch to trace: nothing to look at. */
+  if (e->decided && !e->selected) return;
+  if (mode == MODE_TRACE && past_ranges(matching)) return;
   int cap = 0;
   CUresult cr = cu.StreamIsCapturing(tmp.stream, &cap);
   if (cr != CUDA_SUCCESS) {
