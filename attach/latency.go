@@ -1,7 +1,6 @@
 package attach
 
 import (
-	"fmt"
 	"math"
 	"sort"
 
@@ -170,14 +169,14 @@ func Compare(p, base *Process) []KernelLatency {
 			kept = append(kept, pr)
 		}
 		k.Pairs = kept
-		k.Instrumented = samples(inst)
+		k.Instrumented = trace.NewSamples(inst)
 		if len(un) > 0 {
-			s := samples(un)
+			s := trace.NewSamples(un)
 			k.Uninstrumented = &s
 			if s.MedianUS > 0 {
 				k.Ratio = k.Instrumented.MedianUS / s.MedianUS
 			}
-			k.PairedRatio = median(ratios)
+			k.PairedRatio = trace.NewSamples(ratios).MedianUS
 		}
 		if base == nil {
 			// Keep the JSON valid: no NaN when there is no baseline.
@@ -185,50 +184,9 @@ func Compare(p, base *Process) []KernelLatency {
 				k.Pairs[j].UninstrumentedUS = 0
 			}
 		}
-		k.Warnings = perturbation(k.Resources)
+		k.Warnings = trace.Perturbation(k.Resources.Instrumented, k.Resources.Uninstrumented)
 	}
 	return out
-}
-
-// perturbation warns where tracing changed what the kernel takes of an SM.
-func perturbation(r KernelResources) []string {
-	a, b := r.Instrumented, r.Uninstrumented
-	if a == nil || b == nil {
-		return nil
-	}
-	var w []string
-	if a.MaxActiveCTAsPerSM != b.MaxActiveCTAsPerSM {
-		w = append(w, fmt.Sprintf("occupancy differs: %d CTAs per SM traced, %d uninstrumented", a.MaxActiveCTAsPerSM, b.MaxActiveCTAsPerSM))
-	}
-	if a.LocalBytes != b.LocalBytes {
-		w = append(w, fmt.Sprintf("local memory (spills) differs: %d bytes per thread traced, %d uninstrumented", a.LocalBytes, b.LocalBytes))
-	}
-	return w
-}
-
-func samples(v []float64) trace.Samples {
-	if len(v) == 0 {
-		return trace.Samples{}
-	}
-	s := trace.Samples{RoundsUS: append([]float64{}, v...), MedianUS: median(v), MinUS: v[0], MaxUS: v[0]}
-	for _, x := range v {
-		s.MinUS = math.Min(s.MinUS, x)
-		s.MaxUS = math.Max(s.MaxUS, x)
-	}
-	return s
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64{}, v...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // Latency is the comparison in the capture's form, for the launch's

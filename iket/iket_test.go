@@ -294,22 +294,7 @@ func TestProgramCheckArgs(t *testing.T) {
 	}
 }
 
-func TestSamples(t *testing.T) {
-	tests := []struct {
-		in   []float64
-		want trace.Samples
-	}{
-		{nil, trace.Samples{}},
-		{[]float64{3}, trace.Samples{MedianUS: 3, MinUS: 3, MaxUS: 3, RoundsUS: []float64{3}}},
-		{[]float64{5, 1, 3}, trace.Samples{MedianUS: 3, MinUS: 1, MaxUS: 5, RoundsUS: []float64{5, 1, 3}}},
-		{[]float64{4, 1, 3, 10}, trace.Samples{MedianUS: 3.5, MinUS: 1, MaxUS: 10, RoundsUS: []float64{4, 1, 3, 10}}},
-	}
-	for _, tt := range tests {
-		got := samples(tt.in)
-		if diff := cmp.Diff(tt.want, got); diff != "" {
-			t.Errorf("samples(%v) (-want +got):\n%s", tt.in, diff)
-		}
-	}
+func TestWithinMean(t *testing.T) {
 	if !within(100, 101.9, 0.02) || within(100, 102.1, 0.02) || !within(0, 0, 0.02) {
 		t.Error("within tolerance is wrong")
 	}
@@ -344,7 +329,7 @@ func TestNewLatency(t *testing.T) {
 	// A control's figures come from the same comparison: 9, 22, 10, 7, 19
 	// against the baseline's rounds: median 10 (ratio 1), per-round 0.9,
 	// 1.1, 1, 0.95 (round 4 left out): median 0.975.
-	c, ratio, paired := compare(rb, []float64{9, 22, 10, 7, 19})
+	c, ratio, paired := trace.Compare(rb, []float64{9, 22, 10, 7, 19})
 	if c.MedianUS != 10 || len(c.RoundsUS) != 5 || math.Abs(ratio-1) > 1e-12 || math.Abs(paired-0.975) > 1e-12 {
 		t.Errorf("control: samples %+v, ratio %v, paired %v; want median 10, ratio 1, paired 0.975", c, ratio, paired)
 	}

@@ -80,19 +80,3 @@ func SASSInstructions(image []byte, kernel string) int {
 	}
 	return 0
 }
-
-// perturbation warns where the traced build takes an SM differently from
-// the uninstrumented one.
-func perturbation(kernel string, inst, base *trace.Resources) []string {
-	if inst == nil || base == nil {
-		return nil
-	}
-	var w []string
-	if inst.MaxActiveCTAsPerSM != base.MaxActiveCTAsPerSM {
-		w = append(w, fmt.Sprintf("%s: occupancy differs: %d CTAs per SM traced, %d uninstrumented", kernel, inst.MaxActiveCTAsPerSM, base.MaxActiveCTAsPerSM))
-	}
-	if inst.LocalBytes != base.LocalBytes {
-		w = append(w, fmt.Sprintf("%s: local memory (spills) differs: %d bytes per thread traced, %d uninstrumented", kernel, inst.LocalBytes, base.LocalBytes))
-	}
-	return w
-}

@@ -234,7 +234,9 @@ func Run(ctx context.Context, d *Device, prog *Program, opt RunOptions) (*RunRes
 		tr.Meta.Resources = r
 	}
 	if res.Latency != nil {
-		res.Warnings = append(res.Warnings, perturbation(cfg.Kernel, tr.Meta.Resources, res.Latency.UninstrumentedResources)...)
+		for _, w := range trace.Perturbation(tr.Meta.Resources, res.Latency.UninstrumentedResources) {
+			res.Warnings = append(res.Warnings, cfg.Kernel+": "+w)
+		}
 	}
 	res.Device.After = d.Conditions()
 	return res, nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/iket-trace/iket/iket/internal/cuda"
@@ -311,7 +310,9 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 	}
 	lat := newLatency(rounds[0], rounds[1], settings)
 	if len(builds) == 3 {
-		lat.Control, lat.ControlRatio, lat.ControlPairedRatio = compare(rounds[0], rounds[2])
+		var ctl trace.Samples
+		ctl, lat.ControlRatio, lat.ControlPairedRatio = trace.Compare(rounds[0], rounds[2])
+		lat.Control = &ctl
 	}
 	return lat, nil
 }
@@ -324,31 +325,11 @@ const (
 )
 
 // newLatency is the comparison of the two builds' rounds (rb and ri, round
-// i of each timed together); see compare.
+// i of each timed together); see [trace.Compare].
 func newLatency(rb, ri []float64, settings trace.TimingSettings) *trace.Latency {
-	lat := &trace.Latency{Uninstrumented: samples(rb), Settings: settings}
-	var inst *trace.Samples
-	inst, lat.Ratio, lat.PairedRatio = compare(rb, ri)
-	lat.Instrumented = *inst
+	lat := &trace.Latency{Uninstrumented: trace.NewSamples(rb), Settings: settings}
+	lat.Instrumented, lat.Ratio, lat.PairedRatio = trace.Compare(rb, ri)
 	return lat
-}
-
-// compare sums up build x's rounds against the baseline's (rb; round i of
-// each timed together): x's samples, the medians' ratio, and the paired
-// ratio, the median over rounds of x[i] / rb[i] (rounds with a time of 0
-// left out, as kernels/bench does).
-func compare(rb, x []float64) (s *trace.Samples, ratio, paired float64) {
-	sx := samples(x)
-	if mb := samples(rb).MedianUS; mb > 0 {
-		ratio = sx.MedianUS / mb
-	}
-	var q []float64
-	for i := range min(len(rb), len(x)) {
-		if rb[i] > 0 && x[i] > 0 {
-			q = append(q, x[i]/rb[i])
-		}
-	}
-	return &sx, ratio, samples(q).MedianUS
 }
 
 func mean(xs []float64) float64 {
@@ -366,23 +347,4 @@ func mean(xs []float64) float64 {
 func within(a, b, tol float64) bool {
 	m := math.Max(math.Abs(a), math.Abs(b))
 	return m == 0 || math.Abs(a-b) < tol*m
-}
-
-// samples summarises per-round times: median (mean of the middle two for an
-// even count), min and max; it keeps the rounds in order.
-func samples(rounds []float64) trace.Samples {
-	s := trace.Samples{RoundsUS: append([]float64(nil), rounds...)}
-	if len(rounds) == 0 {
-		return s
-	}
-	sorted := slices.Clone(rounds)
-	slices.Sort(sorted)
-	n := len(sorted)
-	s.MinUS, s.MaxUS = sorted[0], sorted[n-1]
-	if n%2 == 1 {
-		s.MedianUS = sorted[n/2]
-	} else {
-		s.MedianUS = (sorted[n/2-1] + sorted[n/2]) / 2
-	}
-	return s
 }

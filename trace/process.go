@@ -51,3 +51,20 @@ func (r *Resources) String() string {
 	}
 	return s
 }
+
+// Perturbation warns where the traced build (inst) takes an SM differently
+// from the uninstrumented one (base): its occupancy or its local memory
+// (spills). Nil when either is unknown or nothing differs.
+func Perturbation(inst, base *Resources) []string {
+	if inst == nil || base == nil {
+		return nil
+	}
+	var w []string
+	if inst.MaxActiveCTAsPerSM != base.MaxActiveCTAsPerSM {
+		w = append(w, fmt.Sprintf("occupancy differs: %d CTAs per SM traced, %d uninstrumented", inst.MaxActiveCTAsPerSM, base.MaxActiveCTAsPerSM))
+	}
+	if inst.LocalBytes != base.LocalBytes {
+		w = append(w, fmt.Sprintf("local memory (spills) differs: %d bytes per thread traced, %d uninstrumented", inst.LocalBytes, base.LocalBytes))
+	}
+	return w
+}
