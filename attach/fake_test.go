@@ -19,91 +19,44 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iket-trace/iket/internal/fakecuda"
 	"github.com/iket-trace/iket/trace"
 )
 
-// fakeCFlags are the flags of every compilation of the fake's C.
-var fakeCFlags = []string{"-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g"}
-
-// fake holds the fake's compiled files, built once per test binary in a
-// directory removed at once: buildFake writes them into each test's own
-// t.TempDir (fakeapp finds libcuda.so.1 beside it, through an rpath of
-// $ORIGIN), so nothing outlives the tests and no TestMain is needed.
+// fake holds the fake's compiled files (internal/fakecuda), built once per
+// test binary in a directory removed at once: buildFake writes them into
+// each test's own t.TempDir (fakeapp finds libcuda.so.1 beside it, through
+// an rpath of $ORIGIN), so nothing outlives the tests.
 var fake struct {
 	once      sync.Once
 	lib, app  []byte
 	skip, err string
 }
 
-// fakeCC returns the C compiler command: $CC (split at spaces) or cc.
-func fakeCC() ([]string, error) {
-	cc := strings.Fields(os.Getenv("CC"))
-	if len(cc) == 0 {
-		cc = []string{"cc"}
-	}
-	if _, err := exec.LookPath(cc[0]); err != nil {
-		return nil, err
-	}
-	return cc, nil
-}
-
-// fakeSrc returns the absolute path of testdata/fake.
-func fakeSrc() string {
-	d, err := filepath.Abs(filepath.Join("testdata", "fake"))
-	if err != nil {
-		panic(err)
-	}
-	return d
-}
-
-// fakeCompile runs the C compiler with fakeCFlags and args, in testdata/fake.
-func fakeCompile(args ...string) error {
-	cc, err := fakeCC()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(cc[0], append(append(append(cc[1:], fakeCFlags...), "-I", fakeSrc()), args...)...)
-	cmd.Dir = fakeSrc()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
-	}
-	return nil
-}
-
-// buildFake compiles the fake driver and fakeapp once per test binary and
-// writes them into a directory of t's: libDir/libcuda.so.1 (the fake
-// driver, which is also the fake CUPTI: give it to the injection library as
-// IKET_CUPTI_LIB), libDir/libcuda.so (a link to it, for linking) and app
-// (libDir/fakeapp, which loads libDir/libcuda.so.1). It skips the test when
-// there is no C compiler.
+// buildFake writes the fake driver and fakeapp into a directory of t's:
+// libDir/libcuda.so.1 (the fake driver, which is also the fake CUPTI: give
+// it to the injection library as IKET_CUPTI_LIB), libDir/libcuda.so (a link
+// to it, for linking) and app (libDir/fakeapp, which loads
+// libDir/libcuda.so.1). It skips the test when there is no C compiler.
 func buildFake(t *testing.T) (libDir, app string) {
 	t.Helper()
 	fake.once.Do(func() {
-		if _, err := fakeCC(); err != nil {
-			fake.skip = fmt.Sprintf("no C compiler for the fake CUDA driver (cc or $CC): %v", err)
-			return
-		}
 		dir, err := os.MkdirTemp("", "iket-fake-")
 		if err != nil {
 			fake.err = err.Error()
 			return
 		}
 		defer os.RemoveAll(dir)
-		lib, app := filepath.Join(dir, "libcuda.so.1"), filepath.Join(dir, "fakeapp")
-		if err := fakeCompile("-shared", "-fPIC", "-fvisibility=hidden", "-Wl,-soname,libcuda.so.1", "-o", lib,
-			"fakecuda.c", "fakestream.c", "fakemod.c", "fakecupti.c", "-ldl", "-lpthread"); err != nil {
+		app, err := fakecuda.Build(dir)
+		switch {
+		case errors.Is(err, fakecuda.ErrNoCompiler):
+			fake.skip = err.Error()
+			return
+		case err != nil:
 			fake.err = err.Error()
 			return
 		}
-		if err := os.Symlink("libcuda.so.1", filepath.Join(dir, "libcuda.so")); err != nil {
-			fake.err = err.Error()
-			return
-		}
-		if err := fakeCompile("-o", app, "fakeapp.c", "-L", dir, "-lcuda", "-Wl,-rpath,$ORIGIN", "-Wl,--disable-new-dtags"); err != nil {
-			fake.err = err.Error()
-			return
-		}
-		if fake.lib, err = os.ReadFile(lib); err == nil {
+		if fake.lib, err = os.ReadFile(filepath.Join(dir, "libcuda.so.1")); err == nil {
 			fake.app, err = os.ReadFile(app)
 		}
 		if err != nil {
@@ -133,19 +86,9 @@ func buildFake(t *testing.T) (libDir, app string) {
 	return libDir, app
 }
 
-// fakeEnv returns the environment without the variables that steer the
+// fakeEnv returns this environment without the variables that steer the
 // fake or an injection, plus extra ("K=V").
-func fakeEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if k == "CUDA_INJECTION64_PATH" || k == "IKET_CUPTI_LIB" || strings.HasPrefix(k, "FAKE_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, extra...)
-}
+func fakeEnv(extra ...string) []string { return fakecuda.Env(os.Environ(), extra...) }
 
 type fakeAppRun struct {
 	code           int            // exit code, -1 when killed by a signal
@@ -265,7 +208,7 @@ func TestFakeDriverSelfCheck(t *testing.T) {
 func buildTestInject(t *testing.T) string {
 	t.Helper()
 	lib := filepath.Join(t.TempDir(), "libtestinject.so")
-	if err := fakeCompile("-shared", "-fPIC", "-o", lib, "testinject.c", "-ldl"); err != nil {
+	if err := fakecuda.Compile("-shared", "-fPIC", "-o", lib, "testinject.c", "-ldl"); err != nil {
 		t.Fatal(err)
 	}
 	return lib

@@ -36,6 +36,16 @@ func compiler() ([]string, error) {
 	return cc, nil
 }
 
+// Compile runs the C compiler with the fake's flags and args in its source
+// folder (for a test's own library beside the fake, say).
+func Compile(args ...string) error {
+	cc, err := compiler()
+	if err != nil {
+		return err
+	}
+	return compile(cc, args...)
+}
+
 func compile(cc []string, args ...string) error {
 	cmd := exec.Command(cc[0], append(append(append(cc[1:], cflags...), "-I", Source()), args...)...)
 	cmd.Dir = Source()
