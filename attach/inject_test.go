@@ -163,7 +163,11 @@ func TestInject(t *testing.T) {
 			args: []string{"--launches", "2"},
 			opt:  Options{FlushL2: 1 << 20, Launches: mustSel(t, "all")},
 			check: func(t *testing.T, r *Result) {
-				for _, l := range one(t, r).Traced() {
+				tr := one(t, r).Traced()
+				if len(tr) != 2 {
+					t.Fatalf("traced %d launches, want 2", len(tr))
+				}
+				for _, l := range tr {
 					if l.Info.FlushedBytes != 1<<20 {
 						t.Errorf("launch %d: flushed %d bytes, want 1 MiB", l.Info.Occurrence, l.Info.FlushedBytes)
 					}
