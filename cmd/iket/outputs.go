@@ -34,22 +34,32 @@ type latencyJSON struct {
 	Source    string           `json:"source"` // "measured" or "bundled capture"
 }
 
+// openWithPftrace opens dir/trace.iket and writes dir/trace.pftrace from it;
+// the caller closes the capture.
+func openWithPftrace(ctx context.Context, dir string) (*trace.Capture, error) {
+	c, err := openCapture(ctx, filepath.Join(dir, captureFile))
+	if err != nil {
+		return nil, err
+	}
+	if err := writeExport(ctx, c, filepath.Join(dir, pftraceFile), "pftrace", perfetto.Options{}); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
 // writeOutputs writes the pftrace, report.html and latency.json next to the
 // capture at dir/trace.iket and prints a summary of its launch (run and demo
 // write captures of one launch). Each output goes through a temporary file.
 // The launch is decoded twice: by the pftrace exporter, which streams it,
 // and once for the report and the summary.
 func writeOutputs(ctx context.Context, dir string, source string, stdout io.Writer) error {
-	capPath := filepath.Join(dir, captureFile)
-	c, err := openCapture(ctx, capPath)
+	c, err := openWithPftrace(ctx, dir)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	pf := filepath.Join(dir, pftraceFile)
-	if err := writeExport(ctx, c, pf, "pftrace", perfetto.Options{}); err != nil {
-		return err
-	}
+	capPath, pf := filepath.Join(dir, captureFile), filepath.Join(dir, pftraceFile)
 	launch, err := pickLaunch(c, -1, "the summary")
 	if err != nil {
 		return err

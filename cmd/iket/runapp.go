@@ -18,7 +18,6 @@ import (
 	"github.com/iket-trace/iket/iket"
 	"github.com/iket-trace/iket/internal/outfile"
 	"github.com/iket-trace/iket/internal/raw"
-	"github.com/iket-trace/iket/perfetto"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -370,15 +369,12 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 	if err := outfile.WriteFile(ctx, filepath.Join(dir, latencyFile), append(b, '\n'), capPath); err != nil {
 		return failWith(exitError, fmt.Errorf("write %s: %w", latencyFile, err))
 	}
-	c, err := openCapture(ctx, capPath)
+	c, err := openWithPftrace(ctx, dir)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	pf := filepath.Join(dir, pftraceFile)
-	if err := writeExport(ctx, c, pf, "pftrace", perfetto.Options{}); err != nil {
-		return err
-	}
 	// Launch 0's one decoding pass feeds report.html and its summary below.
 	a0, col, err := analyzeForReport(ctx, c, 0, trace.Options{})
 	if err != nil {
