@@ -344,17 +344,7 @@ func (d signedDurations) clone() signedDurations {
 // exact. It sorts the exact values in place.
 func (d *signedDurations) quantiles() (func(float64) float64, bool) {
 	if d.pos == nil {
-		if !d.sorted {
-			slices.Sort(d.exact)
-			d.sorted = true
-		}
-		v := d.exact
-		return func(p float64) float64 {
-			if len(v) == 0 {
-				return 0
-			}
-			return float64(v[nearestRank(p, uint64(len(v)))-1])
-		}, true
+		return exactQuantiles(d.exact, &d.sorted), true
 	}
 	pos, neg := d.pos, d.neg
 	return func(p float64) float64 {

@@ -561,17 +561,22 @@ func (d *durations) quantiles() (func(float64) float64, bool) {
 	if d.sk != nil {
 		return d.sk.quantile, false
 	}
-	if !d.sorted {
-		slices.Sort(d.exact)
-		d.sorted = true
+	return exactQuantiles(d.exact, &d.sorted), true
+}
+
+// exactQuantiles returns the nearest-rank quantile function of v, sorting v
+// in place unless *sorted says it already is.
+func exactQuantiles(v []int64, sorted *bool) func(float64) float64 {
+	if !*sorted {
+		slices.Sort(v)
+		*sorted = true
 	}
-	v := d.exact
 	return func(p float64) float64 {
 		if len(v) == 0 {
 			return 0
 		}
 		return float64(v[nearestRank(p, uint64(len(v)))-1])
-	}, true
+	}
 }
 
 // nearestRank returns ceil(p*n) clamped to 1..n.
