@@ -135,19 +135,24 @@ func runExport(ctx context.Context, path string, o exportOptions, stdout io.Writ
 // into place (internal/outfile), so an error or a signal leaves path as it
 // was; it refuses to write over the capture itself.
 func writeExport(ctx context.Context, c *trace.Capture, path, format string, opt perfetto.Options) error {
-	f, err := outfile.CreateContext(ctx, path, c.Path())
+	return writeBuffered(ctx, path, []string{c.Path()}, func(w io.Writer) error {
+		if format == "json" {
+			return perfetto.WriteJSON(w, c)
+		}
+		return perfetto.ExportCapture(w, c, opt)
+	})
+}
+
+// writeBuffered runs write into a buffered temporary file renamed onto path
+// when write and the flush succeed; it refuses to write over any of inputs.
+func writeBuffered(ctx context.Context, path string, inputs []string, write func(io.Writer) error) error {
+	f, err := outfile.CreateContext(ctx, path, inputs...)
 	if err != nil {
 		return failWith(exitError, fmt.Errorf("export: %w", err))
 	}
 	defer f.Abort()
 	bw := bufio.NewWriterSize(f, 1<<20)
-	switch format {
-	case "json":
-		err = perfetto.WriteJSON(bw, c)
-	default:
-		err = perfetto.ExportCapture(bw, c, opt)
-	}
-	if err != nil {
+	if err := write(bw); err != nil {
 		return failWith(exitError, fmt.Errorf("export %s: %w", path, err))
 	}
 	if err := bw.Flush(); err != nil {
@@ -213,20 +218,5 @@ func writeMerged(ctx context.Context, cs []*trace.Capture, path string, opt perf
 	for _, c := range cs {
 		inputs = append(inputs, c.Path())
 	}
-	f, err := outfile.CreateContext(ctx, path, inputs...)
-	if err != nil {
-		return failWith(exitError, fmt.Errorf("export: %w", err))
-	}
-	defer f.Abort()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := perfetto.ExportMerged(bw, cs, opt); err != nil {
-		return failWith(exitError, fmt.Errorf("export %s: %w", path, err))
-	}
-	if err := bw.Flush(); err != nil {
-		return failWith(exitError, fmt.Errorf("export %s: %w", path, err))
-	}
-	if err := f.Commit(); err != nil {
-		return failWith(exitError, fmt.Errorf("export: %w", err))
-	}
-	return nil
+	return writeBuffered(ctx, path, inputs, func(w io.Writer) error { return perfetto.ExportMerged(w, cs, opt) })
 }
