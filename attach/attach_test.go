@@ -311,19 +311,15 @@ func TestRunServesProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	warps := 0
-	var w trace.Warp
-	for {
-		err := d.Next(&w)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("decode: %v", err)
-		}
+	err = d.Each(func(w *trace.Warp) error {
 		warps++
 		if len(w.Events) != 3 {
 			t.Errorf("warp %d: %d events, want 3", w.Slot, len(w.Events))
 		}
+		return nil
+	}, func(e *trace.WarpError) error { return e })
+	if err != nil {
+		t.Fatalf("decode: %v", err)
 	}
 	if warps != 4 {
 		t.Errorf("%d warps decoded, want 4", warps)

@@ -3,7 +3,6 @@ package attach
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -95,16 +94,12 @@ func decodeAll(t *testing.T, p *Process) (*trace.Capture, [][]int) {
 			t.Fatal(err)
 		}
 		var per []int
-		var w trace.Warp
-		for {
-			err := d.Next(&w)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatalf("launch %d: decode: %v", i, err)
-			}
+		err = d.Each(func(w *trace.Warp) error {
 			per = append(per, len(w.Events))
+			return nil
+		}, func(e *trace.WarpError) error { return e })
+		if err != nil {
+			t.Fatalf("launch %d: decode: %v", i, err)
 		}
 		events = append(events, per)
 	}
