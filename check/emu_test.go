@@ -12,14 +12,7 @@ import (
 // decode analyses an emulated launch, as iket check does.
 func decode(t *testing.T, l *emu.Launch) *trace.Analysis {
 	t.Helper()
-	data, err := l.Capture()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := emu.Read(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := emu.MustRead(t, l)
 	t.Cleanup(func() { c.Close() })
 	a, err := trace.Analyze(context.Background(), c.Launch(0), trace.Options{Strict: true})
 	if err != nil {

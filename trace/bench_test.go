@@ -94,7 +94,7 @@ func cpuTime() time.Duration {
 // TestDecodeAllocs proves the steady state allocates nothing per event: a
 // whole second pass with a reused Decoder and Warp allocates nothing.
 func TestDecodeAllocs(t *testing.T) {
-	c := capture(t, synthetic(64, 512))
+	c := emu.MustRead(t, synthetic(64, 512))
 	d, err := trace.NewDecoder(c.Launch(0), trace.Options{Strict: true})
 	if err != nil {
 		t.Fatal(err)

@@ -83,7 +83,7 @@ func TestMarkSpread(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := capture(t, calibrationLaunch(t, sms, rounds, tc.skew))
+			c := emu.MustRead(t, calibrationLaunch(t, sms, rounds, tc.skew))
 			res, err := trace.MarkSpread(c.Launch(0), "after_barrier", trace.Options{Strict: true})
 			if err != nil {
 				t.Fatal(err)
@@ -124,7 +124,7 @@ func TestMarkSpread(t *testing.T) {
 }
 
 func TestMarkSpreadSkewNamesSMs(t *testing.T) {
-	c := capture(t, calibrationLaunch(t, 6, 4, func(sm, warp, round int) float64 {
+	c := emu.MustRead(t, calibrationLaunch(t, 6, 4, func(sm, warp, round int) float64 {
 		switch sm {
 		case 4:
 			return -80
@@ -152,7 +152,7 @@ func TestMarkSpreadIncomplete(t *testing.T) {
 	w.Reset()
 	c0 := ck.Cycle0 + 2_000_000
 	w.Mark("after_barrier", 0, c0).Mark("after_barrier", 1, c0+10_000)
-	res, err := trace.MarkSpread(capture(t, l).Launch(0), "after_barrier", trace.Options{})
+	res, err := trace.MarkSpread(emu.MustRead(t, l).Launch(0), "after_barrier", trace.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestMarkSpreadIncomplete(t *testing.T) {
 
 func TestMarkSpreadErrors(t *testing.T) {
 	l := calibrationLaunch(t, 2, 2, func(sm, warp, round int) float64 { return 0 })
-	c := capture(t, l)
+	c := emu.MustRead(t, l)
 	_, err := trace.MarkSpread(c.Launch(0), "no_such_mark", trace.Options{})
 	var um *trace.UnknownMarkError
 	if !errors.As(err, &um) || um.Mark != "no_such_mark" || len(um.Have) != 1 || um.Have[0] != "after_barrier" {
@@ -180,7 +180,7 @@ func TestMarkSpreadErrors(t *testing.T) {
 		ck := l2.Clock(cta)
 		l2.Warp([3]uint32{cta, 0, 0}, 0).Push("a", 0, ck.Cycle0+1000).Pop(ck.Cycle0 + 5000)
 	}
-	if _, err := trace.MarkSpread(capture(t, l2).Launch(0), "after_barrier", trace.Options{}); !errors.Is(err, trace.ErrNoMarks) {
+	if _, err := trace.MarkSpread(emu.MustRead(t, l2).Launch(0), "after_barrier", trace.Options{}); !errors.Is(err, trace.ErrNoMarks) {
 		t.Errorf("no marks: err = %v, want ErrNoMarks", err)
 	}
 	if _, err := trace.MarkSpread(nil, "after_barrier", trace.Options{}); err == nil {

@@ -38,7 +38,7 @@ func TestClockFitAccuracy(t *testing.T) {
 			}
 		}
 	}
-	c := capture(t, l)
+	c := emu.MustRead(t, l)
 	ws, d := decodeAll(t, c, 0, trace.Options{Strict: true})
 	fits := d.Clocks()
 	if len(fits) != 4 {
@@ -101,7 +101,7 @@ func TestClockFallback(t *testing.T) {
 					w.Unfinished = true // one anchor only
 				}
 			}
-			c := capture(t, l)
+			c := emu.MustRead(t, l)
 			if !tt.device {
 				c.Meta.Device = nil
 			}
@@ -119,7 +119,7 @@ func TestClockFallback(t *testing.T) {
 	l := &emu.Launch{Kernel: "k", Block: [3]uint32{32, 1, 1}, Capacity: 8, Names: emu.MustNames("RANGE a")}
 	w := l.Warp([3]uint32{}, 0).Push("a", 0, 1e9)
 	w.Unfinished = true
-	c := capture(t, l)
+	c := emu.MustRead(t, l)
 	c.Meta.Device = nil
 	_, d := decodeAll(t, c, 0, trace.Options{})
 	if f := d.Clock(0); f.NsPerCycle != 1 || !strings.Contains(f.Fallback, "1 ns/cycle") {

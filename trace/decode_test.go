@@ -17,20 +17,6 @@ import (
 	"github.com/iket-trace/iket/trace"
 )
 
-// capture lays out the launches and opens the result.
-func capture(t testing.TB, ls ...*emu.Launch) *trace.Capture {
-	t.Helper()
-	data, err := emu.Capture(ls...)
-	if err != nil {
-		t.Fatalf("emu capture: %v", err)
-	}
-	c, err := emu.Read(data)
-	if err != nil {
-		t.Fatalf("read capture: %v", err)
-	}
-	return c
-}
-
 // decodeAll decodes every warp of launch i, copying each one.
 func decodeAll(t testing.TB, c *trace.Capture, i int, opt trace.Options) ([]trace.Warp, *trace.Decoder) {
 	t.Helper()
@@ -78,7 +64,7 @@ func TestDeepNesting(t *testing.T) {
 				w.End("b", uint16(i), c1+uint64(depth+i))
 			}
 			begin := time.Now()
-			ws, _ := decodeAll(t, capture(t, l), 0, trace.Options{Strict: true})
+			ws, _ := decodeAll(t, emu.MustRead(t, l), 0, trace.Options{Strict: true})
 			if el := time.Since(begin); el > 2*time.Second {
 				t.Errorf("decoding %d-deep nesting took %v", depth, el)
 			}
@@ -116,7 +102,7 @@ func TestSameTokenLIFO(t *testing.T) {
 	for i := 0; i < n; i++ {
 		w.End("b", 7, c+uint64(n+i))
 	}
-	ws, _ := decodeAll(t, capture(t, l), 0, trace.Options{})
+	ws, _ := decodeAll(t, emu.MustRead(t, l), 0, trace.Options{})
 	for i, r := range ws[0].Ranges {
 		// The k-th end closes the most recent open start: start n-1-k.
 		if want := c + uint64(2*n-1-i); r.EndCycles != want {
@@ -267,7 +253,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l := &emu.Launch{Kernel: "k", Block: [3]uint32{64, 1, 1}, Capacity: 8, Names: emu.MustNames("RANGE a", "MARK m")}
 			tt.build(l)
-			sum, err := trace.Validate(capture(t, l).Launch(0), tt.opt)
+			sum, err := trace.Validate(emu.MustRead(t, l).Launch(0), tt.opt)
 			// The header's exit flags are counted in both modes.
 			if sum.LanesDiverged != tt.diverged || sum.CountSaturated != tt.saturated {
 				t.Errorf("summary counts %d warps with diverged lanes and %d saturated, want %d and %d",
@@ -317,7 +303,7 @@ func TestDecodeBeyondHole(t *testing.T) {
 	w.Mark("m", 0, 1e9+20)
 	w.Unfinished = true
 	w.Unstored = []int{3, 4}
-	c := capture(t, l)
+	c := emu.MustRead(t, l)
 	for _, strict := range []bool{false, true} {
 		d, err := trace.NewDecoder(c.Launch(0), trace.Options{Strict: strict})
 		if err != nil {
@@ -339,7 +325,7 @@ func TestValidateCapsJoinedErrors(t *testing.T) {
 	for i := 0; i < 250; i++ {
 		w.Pop(1e9 + uint64(i))
 	}
-	sum, err := trace.Validate(capture(t, l).Launch(0), trace.Options{})
+	sum, err := trace.Validate(emu.MustRead(t, l).Launch(0), trace.Options{})
 	if sum.Violations[trace.PopEmpty] != 250 {
 		t.Errorf("summary: %+v", sum)
 	}
@@ -459,7 +445,7 @@ func TestReset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := capture(t, l)
+	c := emu.MustRead(t, l)
 	first, d := decodeAll(t, c, 0, trace.Options{Strict: true})
 	s1 := d.Summary()
 	d.Reset()
@@ -496,7 +482,7 @@ func TestProducerConsumerOverlap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ws, _ := decodeAll(t, capture(t, l), 0, trace.Options{Strict: true})
+		ws, _ := decodeAll(t, emu.MustRead(t, l), 0, trace.Options{Strict: true})
 		prod, cons := ws[0], ws[1]
 		var total uint64
 		for i := 0; i+1 < len(cons.Ranges); i++ {
@@ -577,7 +563,7 @@ func TestMultipleLaunches(t *testing.T) {
 	}
 	b, wb := oneWarp("RANGE x")
 	wb.Pop(1e9)
-	c := capture(t, a, b)
+	c := emu.MustRead(t, a, b)
 	if c.NumLaunches() != 2 {
 		t.Fatalf("%d launches", c.NumLaunches())
 	}
@@ -623,7 +609,7 @@ func TestFormatVersions(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			var got [2][]trace.Warp
 			for i, ver := range []int{1, 2} {
-				c := capture(t, build(ver, mode))
+				c := emu.MustRead(t, build(ver, mode))
 				if c.Meta.Version != ver {
 					t.Fatalf("capture version %d, want %d", c.Meta.Version, ver)
 				}

@@ -34,14 +34,7 @@ func alignLaunch(t *testing.T, hung bool) *trace.Capture {
 	if !hung {
 		w.Pop(8000)
 	}
-	data, err := l.Capture()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := emu.Read(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := emu.MustRead(t, l)
 	return c
 }
 
@@ -116,14 +109,7 @@ func TestAlignHostWithoutHostClock(t *testing.T) {
 func TestAlignHostNoWarp(t *testing.T) {
 	l := &emu.Launch{Kernel: "k", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}, Capacity: 8, Names: emu.MustNames("RANGE load")}
 	l.Warp([3]uint32{0, 0, 0}, 0).NeverStarted = true
-	data, err := l.Capture()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := emu.Read(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := emu.MustRead(t, l)
 	c.Meta.Launches[0].HostClock = &trace.HostClock{RealtimeBefore: 1, RealtimeAfter: 2}
 	if _, err := trace.AlignHost(c.Launch(0)); err == nil || errors.Is(err, trace.ErrNoHostClock) {
 		t.Errorf("AlignHost error %v, want one saying no warp started", err)

@@ -56,7 +56,7 @@ func TestSamePairing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	samePairing(t, capture(t, synthetic(64, 512), pc))
+	samePairing(t, emu.MustRead(t, synthetic(64, 512), pc))
 }
 
 // BenchmarkPairing decodes and strictly validates the 2M-event capture of

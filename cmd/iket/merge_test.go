@@ -23,14 +23,7 @@ func hostCapture(t *testing.T, dir, name string, pid, rank int, realtime int64) 
 	for cta := range uint32(2) {
 		l.Warp([3]uint32{cta, 0, 0}, 0).Push("load", 0, 500_002_000_000).Pop(500_002_001_000)
 	}
-	data, err := l.Capture()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := emu.Read(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := emu.MustRead(t, l)
 	meta := c.Meta
 	meta.Process = &trace.Process{PID: pid, Host: "node", Rank: rank}
 	if realtime != 0 {

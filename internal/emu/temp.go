@@ -36,3 +36,18 @@ func OpenTemp(tb testing.TB, ls ...*Launch) *trace.Capture {
 	tb.Cleanup(func() { c.Close() })
 	return c
 }
+
+// MustRead lays out the launches' capture in memory and opens it with
+// [Read], failing tb on an error.
+func MustRead(tb testing.TB, ls ...*Launch) *trace.Capture {
+	tb.Helper()
+	data, err := Capture(ls...)
+	if err != nil {
+		tb.Fatalf("emu capture: %v", err)
+	}
+	c, err := Read(data)
+	if err != nil {
+		tb.Fatalf("read capture: %v", err)
+	}
+	return c
+}
