@@ -11,8 +11,11 @@ import (
 	"github.com/iket-trace/iket/trace"
 )
 
-func TestChecksums(t *testing.T) {
-	l, err := emu.ProducerConsumer(emu.PCConfig{CTAs: 2, Stages: 2})
+// pcCapture returns the bytes of an emulated producer/consumer capture and
+// the capture read from them.
+func pcCapture(t *testing.T, cfg emu.PCConfig) ([]byte, *trace.Capture) {
+	t.Helper()
+	l, err := emu.ProducerConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,6 +27,11 @@ func TestChecksums(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return good, c
+}
+
+func TestChecksums(t *testing.T) {
+	good, c := pcCapture(t, emu.PCConfig{CTAs: 2, Stages: 2})
 	if !c.Checked() || c.FileVersion() != trace.FileVersion {
 		t.Fatalf("new capture: Checked %v, FileVersion %d", c.Checked(), c.FileVersion())
 	}
@@ -75,18 +83,7 @@ func TestBundledUnchecked(t *testing.T) {
 }
 
 func TestStrictMetadata(t *testing.T) {
-	l, err := emu.ProducerConsumer(emu.PCConfig{CTAs: 1, Stages: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	good, err := l.Capture()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := emu.Read(good)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good, c := pcCapture(t, emu.PCConfig{CTAs: 1, Stages: 1})
 	m := c.Launch(0).Meta
 	meta := string(good[24 : 24+le64(good[16:])])
 	tests := []struct {
@@ -108,7 +105,7 @@ func TestStrictMetadata(t *testing.T) {
 			// Keep the buffers where the metadata says they are.
 			bad = strings.Replace(bad, fmt.Sprintf(`"offset":%d`, m.Offset), fmt.Sprintf(`"offset":%d`, (24+len(bad)+7)&^7), 1)
 			b := emu.RawCapture(2, []byte(bad), good[m.Offset:m.Offset+m.Size()], m.Warps, m.Stride())
-			_, err = emu.Read(b)
+			_, err := emu.Read(b)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Read: %v, want %q", err, tt.want)
 			}

@@ -143,18 +143,7 @@ func TestClockNsRoundTrip(t *testing.T) {
 }
 
 func TestCorruptCaptures(t *testing.T) {
-	l, err := emu.ProducerConsumer(emu.PCConfig{CTAs: 1, Stages: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	good, err := l.Capture()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := emu.Read(good)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good, c := pcCapture(t, emu.PCConfig{CTAs: 1, Stages: 1})
 	metaEnd := 24 + int(le64(good[16:]))
 	off := c.Meta.Launches[0].Offset
 	tests := []struct {
