@@ -203,6 +203,9 @@ static void bput(buf *b, const char *s, size_t n) {
   b->p[b->n] = 0;
 }
 
+/* BLIT appends a string literal. */
+#define BLIT(b, lit) bput((b), "" lit, sizeof(lit) - 1)
+
 static void bprintf(buf *b, const char *fmt, ...) {
   char tmp[512];
   va_list ap;
@@ -214,13 +217,22 @@ static void bprintf(buf *b, const char *fmt, ...) {
   bput(b, tmp, (size_t)n);
 }
 
+static void bstr(buf *b, const char *s);
+
+/* bfield appends key, the literal text before a value such as ",\"code\":",
+   and val as a JSON string. */
+static void bfield(buf *b, const char *key, const char *val) {
+  bput(b, key, strlen(key));
+  bstr(b, val);
+}
+
 /* bstr appends s as a JSON string (NULL as null). */
 static void bstr(buf *b, const char *s) {
   if (s == NULL) {
-    bput(b, "null", 4);
+    BLIT(b, "null");
     return;
   }
-  bput(b, "\"", 1);
+  BLIT(b, "\"");
   for (const unsigned char *c = (const unsigned char *)s; *c; ++c) {
     if (*c == '"' || *c == '\\') {
       char e[2] = {'\\', (char)*c};
@@ -231,7 +243,7 @@ static void bstr(buf *b, const char *s) {
       bput(b, (const char *)c, 1);
     }
   }
-  bput(b, "\"", 1);
+  BLIT(b, "\"");
 }
 
 static int write_all(const void *p, size_t n) {
@@ -302,13 +314,10 @@ static void note(const char *level, const char *code, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   buf b = {0};
-  bput(&b, "{\"level\":", 9);
-  bstr(&b, level);
-  bput(&b, ",\"code\":", 8);
-  bstr(&b, code);
-  bput(&b, ",\"msg\":", 7);
-  bstr(&b, msg);
-  bput(&b, "}", 1);
+  bfield(&b, "{\"level\":", level);
+  bfield(&b, ",\"code\":", code);
+  bfield(&b, ",\"msg\":", msg);
+  BLIT(&b, "}");
   if (!b.oom && send_msg('E', &b, NULL, 0) < 0 && strcmp(level, "error") == 0)
     fprintf(stderr, "iket: %s\n", msg); /* no iket process to tell */
   free(b.p);
@@ -325,8 +334,7 @@ static void hello(void) {
   if (cu.DriverGetVersion) cu.DriverGetVersion(&drv);
   bprintf(&b, "{\"protocol\":%d,\"pid\":%d,\"ppid\":%d,\"host\":", IKET_PROTOCOL, (int)getpid(), (int)getppid());
   bstr(&b, host);
-  bput(&b, ",\"exe\":", 7);
-  bstr(&b, exe);
+  bfield(&b, ",\"exe\":", exe);
   bprintf(&b, ",\"driver_version\":%d,\"env\":{", drv);
   static const char *vars[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
                                "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "SLURM_PROCID", "CUDA_VISIBLE_DEVICES"};
@@ -334,13 +342,12 @@ static void hello(void) {
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; ++i) {
     const char *v = getenv(vars[i]);
     if (v == NULL) continue;
-    if (!first) bput(&b, ",", 1);
+    if (!first) BLIT(&b, ",");
     first = 0;
     bstr(&b, vars[i]);
-    bput(&b, ":", 1);
-    bstr(&b, v);
+    bfield(&b, ":", v);
   }
-  bput(&b, "}}", 2);
+  BLIT(&b, "}}");
   if (!b.oom) send_msg('H', &b, NULL, 0);
   free(b.p);
 }
@@ -540,12 +547,11 @@ static CUresult module_of(CUfunction f, CUmodule *m, CUfunction *func) {
  * time mode, which of its occurrences to time ("1 *" all, "1 0 3 5"). */
 static void ask(fn *e, int version, int build, const char *names, size_t state_size) {
   buf b = {0};
-  bput(&b, "{\"name\":", 8);
-  bstr(&b, e->name);
+  bfield(&b, "{\"name\":", e->name);
   bprintf(&b, ",\"instrumented\":%s,\"state_size\":%zu,\"version\":%d,\"build\":%d,\"names\":",
           e->instrumented ? "true" : "false", state_size, version, build);
   bstr(&b, names);
-  bput(&b, "}", 1);
+  BLIT(&b, "}");
   e->selected = 0;
   e->ntimes = 0;
   static char line[65536]; /* under mu */
@@ -756,13 +762,10 @@ static int time_this(const fn *e, unsigned long long occ) {
 static void skip(const char *kernel, const char *code, const char *why) {
   ++skipped;
   buf b = {0};
-  bput(&b, "{\"kernel\":", 10);
-  bstr(&b, kernel);
-  bput(&b, ",\"code\":", 8);
-  bstr(&b, code);
-  bput(&b, ",\"why\":", 7);
-  bstr(&b, why);
-  bput(&b, "}", 1);
+  bfield(&b, "{\"kernel\":", kernel);
+  bfield(&b, ",\"code\":", code);
+  bfield(&b, ",\"why\":", why);
+  BLIT(&b, "}");
   if (!b.oom) send_msg('S', &b, NULL, 0);
   free(b.p);
 }
@@ -850,9 +853,8 @@ static void device_json(buf *b) {
   cu.DriverGetVersion(&drv);
   bprintf(b, "\"device\":{\"ordinal\":%d,\"name\":", dev);
   bstr(b, name);
-  bput(b, ",\"pci\":", 7);
-  bstr(b, pci);
-  bput(b, ",\"uuid\":\"", 9);
+  bfield(b, ",\"pci\":", pci);
+  BLIT(b, ",\"uuid\":\"");
   const unsigned char *x = (const unsigned char *)u.bytes;
   bprintf(b, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\"", x[0], x[1], x[2], x[3],
           x[4], x[5], x[6], x[7], x[8], x[9], x[10], x[11], x[12], x[13], x[14], x[15]);
@@ -879,13 +881,11 @@ static void report(pending *p, const char *status, CUresult err, float ms, const
   clock_gettime(CLOCK_REALTIME, &rt1);
   clock_gettime(CLOCK_MONOTONIC, &mono1);
   buf b = {0};
-  bput(&b, "{\"kernel\":", 10);
-  bstr(&b, p->fn->name);
+  bfield(&b, "{\"kernel\":", p->fn->name);
   bprintf(&b, ",\"traced\":%s,\"family\":\"%s\",\"index\":%llu,\"occurrence\":%llu,\"status\":\"%s\"",
           p->trace ? "true" : "false", p->family, p->index, p->occurrence, status);
   if (err != CUDA_SUCCESS) {
-    bput(&b, ",\"error\":", 9);
-    bstr(&b, errname(err));
+    bfield(&b, ",\"error\":", errname(err));
   }
   bprintf(&b, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"cluster\":[%u,%u,%u],\"shared_bytes\":%u", p->grid[0],
           p->grid[1], p->grid[2], p->block[0], p->block[1], p->block[2], p->cluster[0], p->cluster[1], p->cluster[2],
@@ -903,11 +903,11 @@ static void report(pending *p, const char *status, CUresult err, float ms, const
             p->warps_per_cta, p->warps, capacity, version, build, watch ? "true" : "false");
     bprintf(&b, ",\"buffer_bytes\":%zu", n);
   }
-  bput(&b, ",", 1);
+  BLIT(&b, ",");
   resources_json(&b, p);
-  bput(&b, ",", 1);
+  BLIT(&b, ",");
   device_json(&b);
-  bput(&b, "}", 1);
+  BLIT(&b, "}");
   if (!b.oom) send_msg('L', &b, bufs, n);
   free(b.p);
 }
@@ -981,8 +981,7 @@ static size_t flush(CUcontext ctx) {
  * kernel begins (it bounds how long the launch may take as a whole). */
 static void started_msg(const char *kernel, unsigned long long occ) {
   buf b = {0};
-  bput(&b, "{\"kernel\":", 10);
-  bstr(&b, kernel);
+  bfield(&b, "{\"kernel\":", kernel);
   bprintf(&b, ",\"occurrence\":%llu,\"timeout_ms\":%ld}", occ, timeout_ms);
   if (!b.oom) send_msg('T', &b, NULL, 0);
   free(b.p);
