@@ -37,15 +37,14 @@ type Module struct {
 	names        []trace.Name
 	funcs        map[string]cuda.Function
 	res          *resource
-	build        uint32 // iket_state's build flags: buildWrap, buildSafeLanes
+	build        uint32 // iket_state's build flags: buildWrap
 	format       int    // iket_state's record format version
 	image        []byte // what was loaded (for Reload; a copy, not the caller's src.Data)
 }
 
 // Build flags the header puts in iket_state (docs/FORMAT.md section 2).
 const (
-	buildWrap      = 1 // built with IKET_WRAP: records in wrap mode only
-	buildSafeLanes = 2 // built with IKET_SAFE_LANES
+	buildWrap = 1 // built with IKET_WRAP: records in wrap mode only
 )
 
 // Mode reports the buffer mode an instrumented module records in: a build

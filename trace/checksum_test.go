@@ -8,6 +8,7 @@ import (
 
 	"github.com/iket-trace/iket/internal/bundled"
 	"github.com/iket-trace/iket/internal/emu"
+	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -104,7 +105,7 @@ func TestStrictMetadata(t *testing.T) {
 			bad := strings.Replace(meta, tt.old, tt.new, 1)
 			// Keep the buffers where the metadata says they are.
 			bad = strings.Replace(bad, fmt.Sprintf(`"offset":%d`, m.Offset), fmt.Sprintf(`"offset":%d`, (24+len(bad)+7)&^7), 1)
-			b := emu.RawCapture(2, []byte(bad), good[m.Offset:m.Offset+m.Size()], m.Warps, m.Stride())
+			b := emu.RawCapture(raw.FormatVersion, []byte(bad), good[m.Offset:m.Offset+m.Size()], m.Warps, m.Stride())
 			_, err := emu.Read(b)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Read: %v, want %q", err, tt.want)

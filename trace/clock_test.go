@@ -155,7 +155,7 @@ func TestCorruptCaptures(t *testing.T) {
 		{"bad magic", func() []byte { b := clone(good); b[0] = 'X'; return b }, `offset 0: magic "XKETCAP\x00", want "IKETCAP\x00": not an iket capture`},
 		{"version", func() []byte { b := clone(good); b[8] = 9; return b }, "offset 8: format version 9, this iket reads versions 1 to 3"},
 		{"version 0", func() []byte { b := clone(good); b[8] = 0; return b }, "offset 8: format version 0, this iket reads versions 1 to 3"},
-		{"versions disagree", func() []byte { b := clone(good); b[12] = 1; return b }, "offset 24: metadata version 2, but the file header says record format 1"},
+		{"versions disagree", func() []byte { b := clone(good); b[12] = 1; return b }, "offset 24: metadata version 3, but the file header says record format 1"},
 		{"meta length", func() []byte { b := clone(good); b[16] = 0xff; b[17] = 0xff; b[18] = 0xff; return b }, "offset 16: metadata length"},
 		{"bad json", func() []byte { b := clone(good); b[24] = '['; return b }, "offset 24: metadata: invalid character"},
 		{"truncated json", func() []byte { b := clone(good); b[metaEnd-1] = ' '; return b }, "offset 24: metadata: unexpected EOF"},

@@ -90,7 +90,11 @@ type Decoder struct {
 	hdr   [raw.WarpHeaderSize]byte
 	ct    clockTerms // the current warp's clock fit
 	kind7 bool       // format version 2: kind 7 is NEXT (reserved in version 1)
+	side  bool       // format version 3: the tail word counts side events
 	buf   []byte
+	tail  [raw.RecordSize]byte
+	sbuf  []byte // a warp's side records
+	mbuf  []byte // its records merged in time order
 	scan  []byte // scanSpan's chunk
 	ps    pairState
 	tok   tokTable
@@ -139,6 +143,7 @@ func NewDecoder(l *Launch, opt Options) (*Decoder, error) {
 		d.ct.hiMask = 0xffffffff
 		d.kind7 = true
 	}
+	d.side = l.c.Meta.Version >= 3
 	for _, n := range m.Names {
 		if n.ID == 0 || int(n.ID) >= len(d.nk) {
 			continue
@@ -323,11 +328,16 @@ func (d *Decoder) oldestCycles(slot uint64, h *raw.WarpHeader, first, n uint32) 
 // readRing reads n records of slot's ring starting at record index first,
 // wrapping at the capacity, into d.buf.
 func (d *Decoder) readRing(slot uint64, first, n uint32) ([]byte, *WarpError) {
+	return d.readRingInto(&d.buf, slot, first, n)
+}
+
+// readRingInto is readRing into *buf.
+func (d *Decoder) readRingInto(buf *[]byte, slot uint64, first, n uint32) ([]byte, *WarpError) {
 	size := int(n) * raw.RecordSize
-	if cap(d.buf) < size {
-		d.buf = make([]byte, size)
+	if cap(*buf) < size {
+		*buf = make([]byte, size)
 	}
-	b := d.buf[:size]
+	b := (*buf)[:size]
 	base := d.meta.Offset + int64(slot)*d.stride + raw.WarpHeaderSize
 	head := min(n, d.meta.Capacity-first) // records before the wrap
 	if head > 0 {
@@ -501,6 +511,9 @@ func (d *Decoder) Next(w *Warp) error {
 		switch {
 		case w.Dropped > 0 && w.CountSaturated:
 			d.violate(w, DroppedEvents, -1, "", fmt.Sprintf("at least %d of at least %d events dropped (capacity %d, %s mode, event counter saturated)", w.Dropped, w.Count, d.meta.Capacity, d.meta.Mode))
+		case w.Dropped > 0 && w.SideDropped > 0 && d.wrap:
+			d.violate(w, DroppedEvents, -1, "", fmt.Sprintf("%d of %d events dropped (capacity %d, %s mode): %d of them recorded while lane 0 was inactive, which a wrap build does not store",
+				w.Dropped, w.Count, d.meta.Capacity, d.meta.Mode, w.SideDropped))
 		case w.Dropped > 0:
 			d.violate(w, DroppedEvents, -1, "", fmt.Sprintf("%d of %d events dropped (capacity %d, %s mode)", w.Dropped, w.Count, d.meta.Capacity, d.meta.Mode))
 		}
@@ -610,7 +623,21 @@ func (d *Decoder) decodeEvents(w *Warp, h *raw.WarpHeader, fit *ClockFit) ([]byt
 	var b []byte
 	var err *WarpError
 	backward := false
+	var nSide uint32
+	merged := false
+	if d.side {
+		if nSide, err = d.tailCount(w.Slot); err != nil {
+			return nil, err
+		}
+		if nSide > 0 && !d.wrap {
+			if b, err = d.mergeSide(w, h, nSide); err != nil {
+				return nil, err
+			}
+			merged = true
+		}
+	}
 	switch {
+	case merged:
 	case h.Finished():
 		var first, n uint32
 		first, n, backward = d.ringSpan(h)
@@ -626,8 +653,9 @@ func (d *Decoder) decodeEvents(w *Warp, h *raw.WarpHeader, fit *ClockFit) ([]byt
 		if b, err = d.readRing(w.Slot, first, n); err != nil {
 			return nil, err
 		}
-		w.Count = uint64(h.Count)
-		w.Dropped = uint64(h.Count - n)
+		w.Count = uint64(h.Count) + uint64(nSide)
+		w.Dropped = uint64(h.Count-n) + uint64(nSide) // wrap: side events are not stored
+		w.Side, w.SideDropped = uint64(nSide), uint64(nSide)
 	default:
 		// Not finished: count was never written. Scan to the first
 		// unwritten slot (all zero; a written record is zero only in
@@ -662,7 +690,9 @@ func (d *Decoder) decodeEvents(w *Warp, h *raw.WarpHeader, fit *ClockFit) ([]byt
 		} else {
 			b = b[:n*raw.RecordSize]
 		}
-		w.Count = uint64(len(b) / raw.RecordSize)
+		w.Count = uint64(len(b)/raw.RecordSize) + uint64(nSide)
+		w.Dropped = uint64(nSide)
+		w.Side, w.SideDropped = uint64(nSide), uint64(nSide)
 	}
 	n := len(b) / raw.RecordSize
 	w.Stored = n

@@ -103,14 +103,21 @@ type Warp struct {
 	// ring slots the saturated cursor kept overwriting are left out of
 	// Stored (their order is unknown).
 	CountSaturated bool
-	// LanesDiverged: lanes of the warp that left the kernel together had
+	// Side is how many of Count were side events (format 3): recorded while
+	// the warp's lane 0 was not among the lanes recording, stored apart by
+	// the lowest lane and merged into Events by time. SideDropped of them
+	// were not stored (a wrap build keeps none; a full buffer drops them as
+	// it drops lane 0's).
+	Side        uint64
+	SideDropped uint64
+	// LanesDiverged (format 1 and 2 captures): lanes of the warp that left the kernel together had
 	// recorded different numbers of events (header flag bit 2), so some
 	// records may have been overwritten by others: one of its records
 	// appears twice (a stop-mode warp whose records are all distinct has
 	// LanesAhead instead). The warp is decoded as usual; in strict mode it
 	// also has a [DivergedLanes] violation.
 	LanesDiverged bool
-	// LanesAhead: the header says the lanes recorded different numbers of
+	// LanesAhead (format 1 and 2 captures): the header says the lanes recorded different numbers of
 	// events, but no record appears twice, so the lanes that recorded more
 	// did so after the others' last event and nothing was overwritten (a
 	// mark by lane 0 alone at the end). The warp is trusted. Lanes that

@@ -644,7 +644,7 @@ static void decide(fn *e) {
     }
   }
   if (mode == MODE_TIME || e->instrumented) ask(e, version, build, names, e->state_size);
-  if (e->selected && mode == MODE_TRACE && (e->state_size != STATE_SIZE || (version != 1 && version != 2)))
+  if (e->selected && mode == MODE_TRACE && (e->state_size != STATE_SIZE || (version < 1 || version > 3)))
     e->selected = 0; /* the iket process reports the header version */
   free(names);
   e->decided = 1;

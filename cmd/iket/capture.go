@@ -86,7 +86,7 @@ func droppedText(s trace.Summary) string {
 		out = fmt.Sprintf("at least %d dropped (%d warps' counts saturated)", s.Dropped, s.CountSaturated)
 	}
 	if s.LanesDiverged > 0 {
-		out += fmt.Sprintf(", %d warps whose lanes recorded different numbers of events (records may be overwritten; see tr.sync_lanes)", s.LanesDiverged)
+		out += fmt.Sprintf(", %d warps whose lanes recorded different numbers of events (a capture of record format 2 or older: records may be overwritten)", s.LanesDiverged)
 	}
 	return out
 }

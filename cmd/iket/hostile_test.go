@@ -81,11 +81,15 @@ func sealed(meta string, data []byte, m []trace.LaunchMeta) []byte {
 	for _, l := range mm {
 		warps += l.Warps
 	}
-	return emu.RawCapture(2, []byte(meta), data, warps, mm[0].Stride())
+	return emu.RawCapture(raw.FormatVersion, []byte(meta), data, warps, mm[0].Stride())
 }
 
-// unchecked lays out a version 2 capture (no checksum table) as given.
+// unchecked lays out a version 2 capture (no checksum table) as given,
+// its metadata saying record format 2 (what file version 2 wrote; the
+// emulated buffers hold no side events, so formats 2 and 3 lay them out
+// alike).
 func unchecked(meta string, data []byte) []byte {
+	meta = strings.Replace(meta, fmt.Sprintf(`"version":%d`, raw.FormatVersion), `"version":2`, 1)
 	b := make([]byte, 24)
 	copy(b, trace.Magic)
 	binary.LittleEndian.PutUint32(b[8:], 2)

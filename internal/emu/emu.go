@@ -129,6 +129,12 @@ type Warp struct {
 	// else nowhere, like every dropped event. A finished warp that
 	// reached the limit has count SaturateAt and header flag bit 3 set.
 	SaturateAt uint32
+	// Side lists events (by number, from 0) recorded while the warp's lane
+	// 0 was not among the recording lanes (format 3): each takes the tail
+	// word's next index i and, in stop mode, is stored at record
+	// capacity-1-i while i < capacity; a wrap build only counts it. The
+	// header's count and SaturateAt are lane 0's events only.
+	Side []int
 
 	l      *Launch
 	events []rec
@@ -345,6 +351,16 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 		}
 		unstored[i] = true
 	}
+	side := make(map[int]bool, len(w.Side))
+	for _, i := range w.Side {
+		if i < 0 || i >= len(w.events) {
+			return fmt.Errorf("warp %d: side event %d of %d", w.Slot, i, len(w.events))
+		}
+		side[i] = true
+	}
+	if len(side) > 0 && l.version() < 3 {
+		return fmt.Errorf("warp %d: side events need format 3, the launch has %d", w.Slot, l.version())
+	}
 	ck := l.Clock(w.SM)
 	if !(ck.MHz > 0) {
 		return fmt.Errorf("warp %d: sm %d clock of %g MHz", w.Slot, w.SM, ck.MHz)
@@ -384,8 +400,19 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 	recs := b[raw.WarpHeaderSize:]
 	wrap := l.mode() == trace.ModeWrap
 	sat := uint64(w.SaturateAt)
+	var mains, sides uint64 // lane 0's events and the side events so far
 	for i, e := range ev {
-		pos := uint64(i) // the cursor, in records
+		r := raw.EncodeRecord(l.version(), uint8(e.kind), e.name, e.payload, e.cycle)
+		if side[i] {
+			si := sides
+			sides++
+			if !wrap && si < capa && !unstored[i] {
+				binary.LittleEndian.PutUint64(recs[(capa-1-si)*raw.RecordSize:], uint64(r))
+			}
+			continue
+		}
+		pos := mains // the cursor, in records
+		mains++
 		if sat != 0 {
 			pos = min(pos, sat)
 		}
@@ -398,9 +425,12 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 		if unstored[i] {
 			continue
 		}
-		r := raw.EncodeRecord(l.version(), uint8(e.kind), e.name, e.payload, e.cycle)
 		binary.LittleEndian.PutUint64(recs[idx*raw.RecordSize:], uint64(r))
 	}
+	if sides > math.MaxUint32 {
+		return fmt.Errorf("warp %d: %d side events overflow the 32-bit tail word", w.Slot, sides)
+	}
+	binary.LittleEndian.PutUint32(recs[capa*raw.RecordSize:], uint32(sides))
 	if !w.Unfinished {
 		end := w.EndCycle
 		if end == 0 {
@@ -416,9 +446,9 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 			return fmt.Errorf("warp %d: %d events overflow the 32-bit count", w.Slot, len(ev))
 		}
 		h.EndGlobaltimer, h.EndClock = ck.anchor(end, jitter(w.Slot, 2, ck.JitterCycles))
-		h.Count = uint32(len(ev))
+		h.Count = uint32(mains)
 		h.Flags |= raw.FlagFinished
-		if sat != 0 && uint64(len(ev)) >= sat {
+		if sat != 0 && mains >= sat {
 			h.Count = w.SaturateAt
 			h.Flags |= raw.FlagCountSaturated
 		}

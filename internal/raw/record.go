@@ -75,11 +75,13 @@ const (
 	FlagCountSaturated = 8
 	FlagRoleShift      = 16     // bits 16-28 of the flags hold the role id
 	FlagRoleMask       = 0x1fff // after the shift
-	// FormatVersion is the record format this iket's iket.cuh writes (2:
-	// the tag added to the clock's high word); captures and modules of
-	// MinFormatVersion (1: the tag in place of the clock's high word) are
-	// read too. docs/FORMAT.md section 4.
-	FormatVersion    = 2
+	// FormatVersion is the record format this iket's iket.cuh writes (3:
+	// lane 0 stores a warp's events and the tail word counts the side
+	// events of lanes without it, docs/FORMAT.md section 3); captures and
+	// modules of versions 2 (the tag added to the clock's high word, any
+	// lane stores) and 1 (the tag in place of the clock's high word) down to
+	// MinFormatVersion are read too. docs/FORMAT.md section 4.
+	FormatVersion    = 3
 	MinFormatVersion = 1
 	// StopMask is the wrap mask the runtime gives a stop-mode buffer (all
 	// ones: its cursor never wraps).

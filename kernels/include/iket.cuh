@@ -35,16 +35,12 @@
 // range_end(token) for ranges that overlap, set_role(role). A payload is 16
 // bits (a stage, an iteration).
 //
-// Lanes. Each lane keeps its own cursor, so an event is a handful of
-// instructions and no warp-wide step. Record with the whole warp or with
-// the same lanes each time; lanes that record more after the warp's last
-// event together (lane 0 marking the end) are fine. Lanes that record apart
-// and then together again (lane 0 alone, then the whole warp) must call
-// tr.sync_lanes() together first, or the build takes -DIKET_SAFE_LANES=1
-// (every event catches the active lanes up, at a cost); the decoder names a
-// warp where this overwrote records and leaves it out. Lanes must not record
-// in two divergent branches at once (`if (lane == 0) tr.mark(a); else
-// tr.mark(b);`).
+// Lanes. Record with any lanes: the whole warp, lane 0 alone, some lanes,
+// one after the other. Lane 0 stores the warp's events; an event recorded
+// while lane 0 is elsewhere takes a slower path (an atomic) and the decoder
+// puts it back in time order. Two branches of one warp that record at the
+// same time (`if (lane < 16) ... else ...`) can interleave their ranges; the
+// decoder names a warp whose ranges do not pair.
 //
 // For hot loops: tr.stamp() with range_next_pair stores two phase changes
 // at once, and iket::Batch keeps such pairs in registers (see there). The
@@ -52,7 +48,7 @@
 #ifndef IKET_CUH
 #define IKET_CUH
 
-#define IKET_FORMAT_VERSION 2
+#define IKET_FORMAT_VERSION 3
 
 // Record kinds (3 bits). 0 marks an unwritten slot.
 #define IKET_KIND_MARK 1u
@@ -122,16 +118,12 @@ struct Stamp {
 #if defined(IKET_ENABLE) && IKET_ENABLE
 
 // Build flags the runtime reads from iket_state: which buffer mode this build
-// records in, and whether events catch lanes up.
+// records in. (Bit 1 was the lane catch-up of format 2; format 3 needs none,
+// and IKET_SAFE_LANES is ignored.)
 #if defined(IKET_WRAP) && IKET_WRAP
 #define IKET__BUILD_WRAP 1u
 #else
 #define IKET__BUILD_WRAP 0u
-#endif
-#if defined(IKET_SAFE_LANES) && IKET_SAFE_LANES
-#define IKET__BUILD_SAFE 2u
-#else
-#define IKET__BUILD_SAFE 0u
 #endif
 
 namespace iket {
@@ -144,13 +136,17 @@ struct State {
   unsigned wrap_mask;        // capacity-1 in a wrap build, else 0xffffffff
   unsigned warps_per_cta;    // ceil(threads per CTA / 32)
   unsigned version;          // IKET_FORMAT_VERSION, checked by the runtime
-  unsigned build;            // bit 0: wrap build, bit 1: safe lanes (read only)
+  unsigned build;            // bit 0: wrap build (read only)
   unsigned reserved;
 };
 
-// Per-warp header, 64 bytes, followed by capacity+1 records of 8 bytes (the
-// last one, the scratch slot, is not written: in stop mode the store of an
-// event past capacity is predicated off).
+// Per-warp header, 64 bytes, followed by capacity records of 8 bytes and the
+// tail word (8 bytes). Lane 0 stores the warp's events upward from record 0
+// (in stop mode the store of an event past capacity is predicated off; in
+// wrap mode a ring). An event recorded while lane 0 is inactive is a side
+// event: the lowest active lane takes the tail word's next count with an
+// atomic and, in stop mode, stores it downward from the last record
+// (docs/FORMAT.md section 3).
 struct WarpHeader {
   unsigned magic;  // 0x5745_4b49 "IKEW" once the warp started
   unsigned smid;
@@ -160,9 +156,9 @@ struct WarpHeader {
   unsigned long long start_clock;
   unsigned long long end_globaltimer;
   unsigned long long end_clock;
-  unsigned count;  // events attempted (stored + dropped), written at exit
-  unsigned flags;  // bit 0 started, 1 finished, 2 lanes disagreed,
-                   // 3 count saturated, 16-28 role id
+  unsigned count;  // lane 0's events attempted (stored + dropped), at exit
+  unsigned flags;  // bit 0 started, 1 finished, 3 count saturated,
+                   // 16-28 role id
 };
 static_assert(sizeof(WarpHeader) == 64, "iket: WarpHeader must be 64 bytes");
 
@@ -173,8 +169,7 @@ static_assert(sizeof(WarpHeader) == 64, "iket: WarpHeader must be 64 bytes");
 // Warp::emit).
 extern "C" {
 IKET__LINKONCE __constant__ iket::State iket_state = {
-    0ull, 0u, 0xffffffffu, 1u, IKET_FORMAT_VERSION,
-    IKET__BUILD_WRAP | IKET__BUILD_SAFE, 0u};
+    0ull, 0u, 0xffffffffu, 1u, IKET_FORMAT_VERSION, IKET__BUILD_WRAP, 0u};
 IKET__LINKONCE __device__ __align__(128) unsigned long long iket_scratch[9] = {};
 }
 
@@ -185,18 +180,6 @@ __device__ __forceinline__ unsigned active_mask() {
   unsigned m;
   asm volatile("activemask.b32 %0;" : "=r"(m));
   return m;
-}
-
-__device__ __forceinline__ unsigned max_active(unsigned mask, unsigned v) {
-  unsigned r;
-  asm volatile("redux.sync.max.u32 %0, %1, %2;" : "=r"(r) : "r"(v), "r"(mask));
-  return r;
-}
-
-__device__ __forceinline__ unsigned min_active(unsigned mask, unsigned v) {
-  unsigned r;
-  asm volatile("redux.sync.min.u32 %0, %1, %2;" : "=r"(r) : "r"(v), "r"(mask));
-  return r;
 }
 
 // leader reports whether this lane is the lowest active lane of mask.
@@ -292,30 +275,45 @@ __device__ __forceinline__ void record_pair(unsigned long long addr, unsigned en
       "r"(end), "r"(k1), "r"(p1), "l"(clk), "r"(k2), "r"(p2));
 }
 // record_at_c is record_at with a clock read earlier.
-__device__ __forceinline__ void record_at_c(unsigned long long addr, unsigned k,
-                                            unsigned p, unsigned long long clk) {
+__device__ __forceinline__ void record_at_c(unsigned long long addr, unsigned on,
+                                            unsigned k, unsigned p,
+                                            unsigned long long clk) {
   asm volatile(
-      "{\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
-      "mov.b64 {l, h}, %3;\n\t"
-      "add.u32 h, h, %1;\n\t"
+      "{\n\t.reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
+      "setp.ne.u32 q, %1, 0;\n\t"
+      "mov.b64 {l, h}, %4;\n\t"
       "add.u32 h, h, %2;\n\t"
+      "add.u32 h, h, %3;\n\t"
       "mov.b64 c, {l, h};\n\t"
-      "st.global.u64 [%0], c;\n\t}" ::"l"(addr),
-      "r"(k), "r"(p), "l"(clk));
+      "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
+      "r"(on), "r"(k), "r"(p), "l"(clk));
 }
-// record_at is record without the bound: a wrap build's address is always
-// inside the ring.
-__device__ __forceinline__ void record_at(unsigned long long addr, unsigned k,
-                                          unsigned p) {
+// record_at is record without the bound, stored when on is not zero: a wrap
+// build's address is always inside the ring, and only lane 0 stores.
+__device__ __forceinline__ void record_at(unsigned long long addr, unsigned on,
+                                          unsigned k, unsigned p) {
   asm volatile(
-      "{\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
+      "{\n\t.reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
+      "setp.ne.u32 q, %1, 0;\n\t"
       "mov.u64 c, %%clock64;\n\t"
       "mov.b64 {l, h}, c;\n\t"
-      "add.u32 h, h, %1;\n\t"
       "add.u32 h, h, %2;\n\t"
+      "add.u32 h, h, %3;\n\t"
       "mov.b64 c, {l, h};\n\t"
-      "st.global.u64 [%0], c;\n\t}" ::"l"(addr),
-      "r"(k), "r"(p));
+      "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
+      "r"(on), "r"(k), "r"(p));
+}
+// side_index takes the next side-event index from the tail word at p (a
+// global address): an atomic add that returns the old count.
+__device__ __forceinline__ unsigned side_index(unsigned* p) {
+  unsigned i;
+  asm volatile(
+      "{\n\t.reg .u64 g;\n\tcvta.to.global.u64 g, %1;\n\t"
+      "atom.global.add.u32 %0, [g], 1;\n\t}"
+      : "=r"(i)
+      : "l"(p)
+      : "memory");
+  return i;
 }
 // red_max, red_or and red_and update a header word with a reduction
 // (red.global returns nothing; atomicMax and the like on the generic pointer
@@ -473,14 +471,18 @@ class Warp {
     const unsigned long long rec = reinterpret_cast<unsigned long long>(p + 64);
     hi_ = static_cast<unsigned>(rec >> 32);
     first_ = static_cast<unsigned>(rec);
+    // Lane 0 stores the warp's events: in the other lanes the bound (stop)
+    // or the switch (wrap) is off, so the hot path has no lane test.
+    const bool lane0 = (tid & 31u) == 0u;
 #if IKET__BUILD_WRAP
     pos_ = 0u;
     // From the capacity, not wrap_mask: any capacity keeps the ring in the
-    // warp's slot. No buffers: one slot.
+    // warp's slot. No buffers: nothing stored.
     mask_ = cap != 0u ? 8u * (cap - 1u) : 0u;
+    on_ = lane0 && cap != 0u ? 1u : 0u;
 #else
     pos_ = first_;
-    end_ = first_ + 8u * cap;  // the scratch slot: stores stop before it
+    end_ = first_ + (lane0 ? 8u * cap : 0u);  // the tail word: stores stop before it
 #endif
     if (s.base == 0ull) return;
     unsigned long long gt, clk;
@@ -503,30 +505,24 @@ class Warp {
     // header.
     if (!live()) return;
     const unsigned m = detail::active_mask();
-    const unsigned hi = detail::max_active(m, pos_);
 #if IKET__BUILD_WRAP
-    const unsigned start = 0u;
+    const unsigned n = pos_;
 #else
-    const unsigned start = first_;
+    const unsigned n = pos_ - first_;
 #endif
-    // Lanes that never recorded (lane 0 recorded alone) do not disagree.
-    const unsigned lo =
-        detail::min_active(m, pos_ == start ? detail::kCursorLimit : pos_);
-    const unsigned n = hi - start;
-    unsigned f = 2u;
-    if (lo != hi && hi != start && !IKET__BUILD_SAFE) f |= 4u;
-    if (hi == detail::kCursorLimit) f |= 8u;
+    // Lane 0's cursor is the warp's: bit 3 when it saturated.
+    const unsigned f = pos_ == detail::kCursorLimit ? 2u | 8u : 2u;
     unsigned long long gt, clk;
     detail::anchor(&gt, &clk);
     if (m == 0xffffffffu) {
       // The whole warp leaves together: no other lane of it wrote the exit
-      // fields before or will after, so one lane stores them plainly: the
+      // fields before or will after, so lane 0 stores them plainly: the
       // count, the end anchor, and the flags' low half (started, finished,
-      // bits 2 and 3), which set_role's reductions leave alone (they own the
-      // role in the high half). Plain stores because atomics or reductions
-      // at the kernel's tail cost a long kernel measurably more. The warp
+      // bit 3), which set_role's reductions leave alone (they own the role
+      // in the high half). Plain stores because atomics or reductions at
+      // the kernel's tail cost a long kernel measurably more. The warp
       // barrier orders a set_role by another lane (its reductions on the
-      // same word) before the leader's store.
+      // same word) before lane 0's store.
       __syncwarp();
       if (detail::leader(m)) {
         hdr_->count = n >> 3;
@@ -537,11 +533,12 @@ class Warp {
       }
     } else if (detail::leader(m)) {
       // Lanes leaving apart (a partial warp, or lanes that returned early):
-      // each group's leader merges its fields with reductions.
-      detail::red_max(&hdr_->count, n >> 3);
+      // each group's leader merges its fields with reductions; the count
+      // and the saturation bit are lane 0's group's.
+      if (m & 1u) detail::red_max(&hdr_->count, n >> 3);
       hdr_->end_globaltimer = gt;
       hdr_->end_clock = clk;
-      detail::red_or(&hdr_->flags, f);
+      detail::red_or(&hdr_->flags, (m & 1u) ? f : 2u);
     }
   }
 
@@ -634,49 +631,50 @@ class Warp {
       detail::red_or(&hdr_->flags, static_cast<unsigned>(role & 0x1fffu) << 16);
     }
   }
-  // sync_lanes brings the active lanes' cursors together (to the furthest
-  // one). Call it with the whole warp after some lanes recorded events the
-  // others did not, before the lanes record together again.
-  __device__ __forceinline__ void sync_lanes() {
-    pos_ = detail::max_active(detail::active_mask(), pos_);
-  }
+  // sync_lanes does nothing: format 3 records any lane pattern (kept so
+  // that sources written for format 2 still build).
+  __device__ __forceinline__ void sync_lanes() {}
 
  private:
   friend class Batch;
   // The hot path: compare the cursor (the low word of the next record's
   // address: a warp's buffer never straddles a 4 GiB boundary, the runtime
-  // allocates so) with the end of the records (ISETP), read the 64-bit clock
+  // allocates so) with the end of the records (ISETP; the end is the start
+  // in lanes other than 0, so only lane 0 stores), read the 64-bit clock
   // (CS2R), add kind, name and payload to its high word (IADD3), one 8-byte
-  // store predicated off past capacity (STG), advance the cursor, saturating
-  // (VIADDMNMX): five instructions when the tag's addend (payload & 0xffff)
-  // + z_ is already in a register (a constant payload, or the previous
-  // event's); a payload that changes from event to event adds its add (a
-  // VIADD), one of unknown range also its mask, and ptxas sometimes copies
-  // the address pair before the store. z_ is zero at run time: without a
-  // per-lane term, ptxas moves the add of a warp-uniform payload (a stage
-  // index) to the uniform datapath and the clock there and back, four moves
-  // more. No fence, no branch, no warp-wide step. A wrap build masks a byte
-  // offset instead of comparing.
+  // store predicated off past capacity (STG), advance the cursor,
+  // saturating (VIADDMNMX); and the active mask (VOTE), with a branch to the
+  // side path taken only when lane 0 is not among the lanes recording. A
+  // payload that changes from event to event adds its add (a VIADD), one of
+  // unknown range also its mask. z_ is zero at run time: without a per-lane
+  // term, ptxas moves the add of a warp-uniform payload (a stage index) to
+  // the uniform datapath and the clock there and back, four moves more. No
+  // fence, no warp-wide step. A wrap build masks a byte offset instead of
+  // comparing.
   __device__ __forceinline__ void emit(unsigned kind, unsigned short name,
                                        unsigned payload) {
-    const unsigned c = cursor();
+    const unsigned m = detail::active_mask();
+    const unsigned c = pos_;
 #if IKET__BUILD_WRAP
-    detail::record_at(slot(c), tag(kind, name), addend(payload));
+    detail::record_at(slot(c), on_, tag(kind, name), addend(payload));
 #else
     detail::record(slot(c), end_, tag(kind, name), addend(payload));
 #endif
     pos_ = min(c + 8u, detail::kCursorLimit);
+    if (!(m & 1u)) side(m, tag(kind, name), addend(payload), detail::clock64v());
   }
   // emit_at is emit with a clock read earlier.
   __device__ __forceinline__ void emit_at(Stamp t, unsigned kind,
                                           unsigned short name, unsigned payload) {
-    const unsigned c = cursor();
+    const unsigned m = detail::active_mask();
+    const unsigned c = pos_;
 #if IKET__BUILD_WRAP
-    detail::record_at_c(slot(c), tag(kind, name), addend(payload), t.clock);
+    detail::record_at_c(slot(c), on_, tag(kind, name), addend(payload), t.clock);
 #else
     detail::record_c(slot(c), end_, tag(kind, name), addend(payload), t.clock);
 #endif
     pos_ = min(c + 8u, detail::kCursorLimit);
+    if (!(m & 1u)) side(m, tag(kind, name), addend(payload), t.clock);
   }
   // emit_pair stores two events, the first at t, the second now (one
   // 16-byte store where it can; a wrap build's ring stores two).
@@ -690,29 +688,48 @@ class Warp {
   // emit_pair_tags is emit_pair with the tags and addends made (Batch).
   __device__ __forceinline__ void emit_pair_tags(Stamp t, unsigned k1, unsigned a1,
                                                  unsigned k2, unsigned a2) {
-    const unsigned c = cursor();
+    const unsigned m = detail::active_mask();
+    const unsigned c = pos_;
 #if IKET__BUILD_WRAP
-    detail::record_at_c(slot(c), k1, a1, t.clock);
+    detail::record_at_c(slot(c), on_, k1, a1, t.clock);
     // Saturated, both go to the stuck slot, as every later event does.
-    detail::record_at(slot(min(c + 8u, detail::kCursorLimit)), k2, a2);
+    detail::record_at(slot(min(c + 8u, detail::kCursorLimit)), on_, k2, a2);
 #else
     detail::record_pair(slot(c), end_, k1, a1, t.clock, k2, a2);
 #endif
     pos_ = min(c + 16u, detail::kCursorLimit);
+    if (!(m & 1u)) {
+      side(m, k1, a1, t.clock);
+      side(m, k2, a2, detail::clock64v());
+    }
+  }
+  // side records an event of lanes without lane 0 (mask m), at clock clk:
+  // their lowest lane takes the tail word's next index i and, in stop mode,
+  // stores the record at capacity-1-i while i < capacity. The decoder merges
+  // these records with lane 0's by time and counts those not stored as
+  // dropped. A wrap build counts them only (its ring has no room apart).
+  __device__ __forceinline__ void side(unsigned m, unsigned k, unsigned a,
+                                       unsigned long long clk) {
+    if (!live() || !detail::leader(m)) return;
+    const unsigned cap = iket_state.capacity;
+    char* const rec = reinterpret_cast<char*>(hdr_) + 64;
+    const unsigned i =
+        detail::side_index(reinterpret_cast<unsigned*>(rec + 8ull * cap));
+#if !IKET__BUILD_WRAP
+    if (i < cap)
+      detail::record_at_c(reinterpret_cast<unsigned long long>(rec) +
+                              8ull * (cap - 1u - i),
+                          1u, k, a, clk);
+#else
+    (void)k;
+    (void)a;
+    (void)clk;
+#endif
   }
   // live reports whether the launch has buffers (the runtime set
   // iket_state.base); without, the header is the shared scratch slot.
   __device__ __forceinline__ bool live() const {
     return hdr_ != reinterpret_cast<const WarpHeader*>(iket_scratch);
-  }
-  // cursor is the next event's cursor; a safe-lanes build catches the
-  // active lanes up to the furthest first.
-  __device__ __forceinline__ unsigned cursor() const {
-#if IKET__BUILD_SAFE
-    return detail::max_active(detail::active_mask(), pos_);
-#else
-    return pos_;
-#endif
   }
   // slot is the address of cursor c's record: stop, c is its low word;
   // wrap, a byte count taken modulo the ring.
@@ -737,8 +754,9 @@ class Warp {
   unsigned first_;  // low word of record 0's address
 #if IKET__BUILD_WRAP
   unsigned mask_;  // 8 * (capacity - 1): byte offset mask
+  unsigned on_;    // 1 in lane 0 of a launch with buffers: it stores
 #else
-  unsigned end_;  // low word of the end of the records (the scratch slot)
+  unsigned end_;  // lane 0: low word of the end of the records; others: start
 #endif
   unsigned z_;  // 0, from the slot's address (a per-lane value to ptxas)
   unsigned pos_;  // stop: low word of the next record's address; wrap: bytes
@@ -779,10 +797,13 @@ class Batch {
   // c_ starts at the end of the records, where a store is predicated off,
   // so a lane can never store outside the warp's slot (a wrap build's Batch
   // stores nothing itself).
+  // Every lane stores its own pair, so each needs the records' end (the
+  // Warp's end_ is lane 0's only).
   __device__ __forceinline__ explicit Batch(Warp& w)
-      : w_(w), n_(0u), lane_(detail::lane_id()), c_(0u), r1_(0ull), r2_(0ull) {
+      : w_(w), n_(0u), lane_(detail::lane_id()), c_(0u), end_(0u), r1_(0ull), r2_(0ull) {
 #if !IKET__BUILD_WRAP
-    c_ = w.end_;
+    end_ = w.first_ + (w.live() ? 8u * iket_state.capacity : 0u);
+    c_ = end_;
 #endif
   }
   __device__ __forceinline__ ~Batch() { flush(); }
@@ -829,7 +850,8 @@ class Batch {
       w_.emit_pair_tags(t, k1, p1, k2, p2);
       return;
     }
-    const unsigned c = w_.cursor();
+    // Lane 0's cursor is the warp's (lanes may have recorded apart before).
+    const unsigned c = __shfl_sync(0xffffffffu, w_.pos_, 0);
     const unsigned long long r1 = detail::pack_at(t.clock, k1, p1);
     const unsigned long long r2 = detail::pack_now(k2, p2);
     // Selects, not a branch: every lane runs the same instructions.
@@ -852,7 +874,7 @@ class Batch {
   // (stop mode: a wrap build has none pending).
   __device__ __forceinline__ void store() const {
 #if !IKET__BUILD_WRAP
-    detail::store_pair(w_.slot(c_), w_.end_, r1_, r2_);
+    detail::store_pair(w_.slot(c_), end_, r1_, r2_);
 #endif
   }
 
@@ -860,6 +882,7 @@ class Batch {
   unsigned n_;     // pending pairs: lanes 0 .. n_-1 hold one each
   unsigned lane_;  // this lane
   unsigned c_;     // this lane's pending pair's cursor
+  unsigned end_;   // the records' end (stop mode)
   unsigned long long r1_, r2_;  // and its two records
 };
 

@@ -1,0 +1,122 @@
+package trace
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/iket-trace/iket/internal/raw"
+)
+
+// Side events (format 3, docs/FORMAT.md section 3): lane 0 stores a warp's
+// events upward from record 0; an event recorded while lane 0 was not among
+// the recording lanes takes index i from the tail word (the 8 bytes after
+// the last record) and, in stop mode, is stored at record capacity-1-i.
+
+// tailCount reads a format-3 warp slot's tail word: how many side events the
+// warp recorded.
+func (d *Decoder) tailCount(slot uint64) (uint32, *WarpError) {
+	off := d.meta.Offset + int64(slot)*d.stride + raw.WarpHeaderSize + int64(d.meta.Capacity)*raw.RecordSize
+	t := d.tail[:]
+	if err := readAt(d.r, t, off); err != nil {
+		return 0, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read tail word", Err: err}
+	}
+	if hi := binary.LittleEndian.Uint32(t[4:]); hi != 0 {
+		return 0, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: fmt.Sprintf("tail word's high half is %#x, want 0: the buffer is damaged", hi)}
+	}
+	return binary.LittleEndian.Uint32(t[:]), nil
+}
+
+// mergeSide reads a stop-mode warp's lane-0 records and its nSide side
+// events and returns them merged in time order, setting w's counts. Where
+// the two met (more events than the capacity), the records in the slots
+// both may have written are left out and counted as dropped; every other
+// record is one only its writer stored.
+func (d *Decoder) mergeSide(w *Warp, h *raw.WarpHeader, nSide uint32) ([]byte, *WarpError) {
+	capa := d.meta.Capacity
+	sideSlots := min(nSide, capa) // slots the side events wrote, from the top
+	var nMain uint64              // lane 0's events attempted
+	var keepMain, mainSlots uint32
+	if h.Finished() {
+		nMain = uint64(h.Count)
+		mainSlots = uint32(min(nMain, uint64(capa)))
+		keepMain = min(mainSlots, capa-sideSlots)
+	} else {
+		// No count: lane 0's records end at the first unwritten slot below
+		// the side records. Had lane 0 filled its part, it may have gone
+		// on into theirs: then none of theirs is trusted.
+		zone := capa - sideSlots
+		s := spanScan{firstZero: int(zone), run: -1}
+		if zone > 0 {
+			var err *WarpError
+			if s, err = d.scanSpan(w.Slot, 0, zone); err != nil {
+				return nil, err
+			}
+		}
+		keepMain = uint32(s.firstZero)
+		w.Beyond = s.beyond
+		mainSlots = keepMain
+		if keepMain == zone {
+			mainSlots = capa
+		}
+		nMain = uint64(keepMain)
+	}
+	keepSide := min(sideSlots, capa-mainSlots)
+	mb, err := d.readRingInto(&d.buf, w.Slot, 0, keepMain)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := d.readRingInto(&d.sbuf, w.Slot, capa-keepSide, keepSide)
+	if err != nil {
+		return nil, err
+	}
+	w.Count = nMain + uint64(nSide)
+	w.Side, w.SideDropped = uint64(nSide), uint64(nSide-keepSide)
+	w.Dropped = w.Count - uint64(keepMain) - uint64(keepSide)
+	return d.merge(mb, sb, h.StartClock), nil
+}
+
+// merge returns lane 0's records main and the side records side (stored
+// downward: the first side event is the last record) in the order of their
+// cycle counts, each sequence unwrapped from the warp's start anchor; lane
+// 0's first on a tie. An unwritten record keeps its sequence's count.
+func (d *Decoder) merge(main, side []byte, start uint64) []byte {
+	size := len(main) + len(side)
+	if cap(d.mbuf) < size {
+		d.mbuf = make([]byte, size)
+	}
+	out := d.mbuf[:0]
+	le := binary.LittleEndian
+	nm, ns := len(main)/raw.RecordSize, len(side)/raw.RecordSize
+	at := func(b []byte, i int, c uint64) (uint64, uint64) {
+		r := le.Uint64(b[i*raw.RecordSize:])
+		if r == 0 {
+			return r, c
+		}
+		return r, c + uint64(uint32(r)-uint32(c))
+	}
+	cm, cs := start, start
+	i, j := 0, 0
+	var rm, rs, km, ks uint64
+	if nm > 0 {
+		rm, km = at(main, 0, cm)
+	}
+	if ns > 0 {
+		rs, ks = at(side, ns-1, cs)
+	}
+	for i < nm || j < ns {
+		if j == ns || (i < nm && km <= ks) {
+			out = le.AppendUint64(out, rm)
+			cm = km
+			if i++; i < nm {
+				rm, km = at(main, i, cm)
+			}
+			continue
+		}
+		out = le.AppendUint64(out, rs)
+		cs = ks
+		if j++; j < ns {
+			rs, ks = at(side, ns-1-j, cs)
+		}
+	}
+	return out
+}
