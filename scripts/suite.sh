@@ -9,13 +9,16 @@
 #
 #   scripts/suite.sh [NVCC-FLAGS...]     e.g. -DIKET_SAFE_LANES=1
 #
-# For each application: its own time per launch for the plain build, the
-# plain build again (the control) and the instrumented build run without
-# iket (dormant), alternating, five rounds, medians; then `iket run --launch
-# 1-10 --baseline plain` (ten traced launches paired with the plain build's:
-# ratio of medians and paired ratio) and whether the capture validates.
-# The event's latency and throughput are in overhead.sh's table. Expects
-# bin/iket. Prints the table last.
+# For each application: its own time per launch (ROUNDS rounds of LAUNCHES
+# back-to-back launches, default 7 and 200) for the plain build, the plain
+# build again (the control) and the instrumented build run without iket
+# (dormant), alternating, medians; then `iket run --launch 1-10 --baseline
+# plain` (ten traced launches paired with the plain build's: ratio of
+# medians and paired ratio) and whether the capture validates strictly.
+# ring runs twice: as written, and with its producer's lane 0 alone waiting
+# (--lane0-wait). The event's latency and throughput come from overhead.sh's
+# run in $OVERHEAD_WORK when there is one. Expects bin/iket. Prints the
+# table last, and writes it to $OUT/suite.txt when OUT is set.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 [ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
@@ -33,15 +36,15 @@ rows=()
 row() {
   local name=$1 plain=$2 inst=$3 re=$4; shift 4
   : > "$W/$name.p"; : > "$W/$name.c"; : > "$W/$name.d"
-  for r in 1 2 3 4 5; do
-    us "$plain" "$@" >> "$W/$name.p"
-    us "$plain" "$@" >> "$W/$name.c"
-    us "$inst" "$@" >> "$W/$name.d"
+  for ((r = 0; r < ${ROUNDS:-7}; r++)); do
+    us "$plain" "$@" --launches "${LAUNCHES:-200}" >> "$W/$name.p"
+    us "$plain" "$@" --launches "${LAUNCHES:-200}" >> "$W/$name.c"
+    us "$inst" "$@" --launches "${LAUNCHES:-200}" >> "$W/$name.d"
   done
   local p c d
   p=$(median < "$W/$name.p") c=$(median < "$W/$name.c") d=$(median < "$W/$name.d")
   rm -rf "$W/run-$name"
-  "$IKET" run -o "$W/run-$name" --kernel "$re" --launch 1-10 --baseline "$plain $*" -- "$inst" "$@" > "$W/run-$name.log" 2>&1
+  "$IKET" run -o "$W/run-$name" --kernel "$re" --launch 1-10 --baseline "$plain $* --launches 11" -- "$inst" "$@" --launches 11 > "$W/run-$name.log" 2>&1
   local lat
   lat=$(python3 -c 'import json,sys
 k=json.load(open(sys.argv[1]))["kernels"][0]; u=k.get("uninstrumented") or {}
@@ -60,8 +63,9 @@ build() { # build OUT SRC...: the plain build, and OUT_on with tracing
 }
 echo "iket suite: $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${IKET_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}, flags: ${EXTRA[*]:-none}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv,noheader 2>&1
-build "$W/ring" examples/suite/ring.cu && row ring "$W/ring" "$W/ring_on" '^ring$'
-build "$W/tiled_gemm" examples/suite/tiled_gemm.cu && row tiled_gemm "$W/tiled_gemm" "$W/tiled_gemm_on" 'tiled_gemm'
+build "$W/ring" examples/suite/ring.cu && row ring "$W/ring" "$W/ring_on" '^ring' &&
+  row ring_lane0 "$W/ring" "$W/ring_on" '^ring' --lane0-wait
+build "$W/tiled_gemm" examples/suite/tiled_gemm.cu && LAUNCHES=20 row tiled_gemm "$W/tiled_gemm" "$W/tiled_gemm_on" 'tiled_gemm'
 build "$W/app" examples/app/main.cu examples/app/scale.cu && row app_pipeline "$W/app" "$W/app_on" 'pipeline'
 if [ -x "$OW/modules/bench" ]; then
   # bench run prints no time of its own: the traced columns only.
@@ -78,6 +82,13 @@ print("%9.2f %9.2f %7.4f %7.4f" % (k["instrumented"]["median_us"], u.get("median
 else
   echo "no overhead.sh build in $OW: the Hopper kernels are left out (run scripts/overhead.sh first)"
 fi
-echo
-echo "kernel          plain_us control dormant  traced_us  base_us   ratio  paired  validate"
-printf '%s\n' "${rows[@]}"
+{
+  echo
+  echo "kernel          plain_us control dormant  traced_us  base_us   ratio  paired  validate"
+  printf '%s\n' "${rows[@]}"
+  for c in latency throughput; do
+    [ -f "$OW/eventcost-$c.txt" ] && cat "$OW/eventcost-$c.txt"
+  done
+} | tee "$W/suite.txt"
+[ -n "${OUT:-}" ] && mkdir -p "$OUT" && cp "$W/suite.txt" "$OUT/suite.txt"
+exit 0

@@ -4,9 +4,11 @@
 // slots, and two consumer warps sum their halves of every tile. A slot's
 // "full" barrier completes when the producer has filled it, its "empty"
 // barrier when the consumers are done with it. Every wait, load and
-// compute is a range_push / range_pop with the tile as the payload.
+// compute is a range_push / range_pop with the tile as the payload. With
+// --lane0-wait the producer's lane 0 alone waits for a free slot (inside
+// its range) and the warp then loads together, as many producers do.
 //
-//   ring [--ctas N] [--tiles N] [--launches N]
+//   ring [--ctas N] [--tiles N] [--launches N] [--lane0-wait]
 //
 // Prints the mean time per launch (its own CUDA events) and exits 1 when a
 // sum is wrong, 2 on a CUDA error.
@@ -39,6 +41,7 @@ using barrier = cuda::barrier<cuda::thread_scope_block>;
 // examples of cuda::barrier in shared memory do.
 #pragma nv_diag_suppress static_var_with_dynamic_init
 
+template <bool kLane0Wait>
 __global__ void __launch_bounds__(32 * (1 + kConsumers)) ring(const float* __restrict__ in, float* __restrict__ out, int tiles) {
   iket::Warp tr;
   __shared__ float4 slot[kStages][kTile / 4];
@@ -56,7 +59,15 @@ __global__ void __launch_bounds__(32 * (1 + kConsumers)) ring(const float* __res
     tr.set_role(iket_id::producer);
     for (int t = 0; t < tiles; ++t) {
       const int s = t % kStages;
-      if (t >= kStages) {
+      if (t >= kStages && kLane0Wait) {
+        barrier::arrival_token token = empty[s].arrive();
+        if (lane == 0) {
+          tr.range_push(iket_id::wait_empty, t);
+          empty[s].wait(std::move(token));
+          tr.range_pop();
+        }
+        __syncwarp();
+      } else if (t >= kStages) {
         tr.range_push(iket_id::wait_empty, t);
         empty[s].arrive_and_wait();
         tr.range_pop();
@@ -92,12 +103,14 @@ __global__ void __launch_bounds__(32 * (1 + kConsumers)) ring(const float* __res
 
 int main(int argc, char** argv) {
   int ctas = 1056, tiles = 32, launches = 20;
+  bool lane0 = false;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--ctas") && i + 1 < argc) ctas = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--tiles") && i + 1 < argc) tiles = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--launches") && i + 1 < argc) launches = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--lane0-wait")) lane0 = true;
     else {
-      fprintf(stderr, "usage: ring [--ctas N] [--tiles N] [--launches N]\n");
+      fprintf(stderr, "usage: ring [--ctas N] [--tiles N] [--launches N] [--lane0-wait]\n");
       return 2;
     }
   }
@@ -112,7 +125,10 @@ int main(int argc, char** argv) {
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
   CK(cudaEventRecord(e0));
-  for (int i = 0; i < launches; ++i) ring<<<ctas, 32 * (1 + kConsumers)>>>(in, out, tiles);
+  for (int i = 0; i < launches; ++i) {
+    if (lane0) ring<true><<<ctas, 32 * (1 + kConsumers)>>>(in, out, tiles);
+    else ring<false><<<ctas, 32 * (1 + kConsumers)>>>(in, out, tiles);
+  }
   CK(cudaGetLastError());
   CK(cudaEventRecord(e1));
   CK(cudaEventSynchronize(e1));
@@ -126,7 +142,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < static_cast<size_t>(tiles) * kTile; ++i) want += h[c * static_cast<size_t>(tiles) * kTile + i];
     if (std::abs(got[c] - want) > 1e-3 * std::abs(want) + 1e-3) ++bad;
   }
-  printf("ring: %d launches on %d CTAs x %d tiles: %.2f us per launch, %s\n", launches, ctas, tiles, 1000.0 * ms / launches,
+  printf("ring%s: %d launches on %d CTAs x %d tiles: %.2f us per launch, %s\n", lane0 ? " (lane 0 waits)" : "", launches, ctas, tiles, 1000.0 * ms / launches,
          bad ? "WRONG" : "correct");
   return bad ? 1 : 0;
 }
