@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/iket-trace/iket/internal/raw"
 	"sync"
 	"syscall"
 	"time"
@@ -513,8 +515,9 @@ func (s *server) decide(p *Process, q *KernelQuery) string {
 	if !q.Instrumented || !s.matches(q.Name) {
 		return "0"
 	}
-	if q.StateSize != 32 || (q.Version != 1 && q.Version != 2) {
-		p.Refused = append(p.Refused, fmt.Sprintf("%s: built against another iket header (iket_state of %d bytes, record format %d; this iket reads format 1 and 2 and a 32-byte state)", Demangle(q.Name), q.StateSize, q.Version))
+	if q.StateSize != 32 || q.Version < raw.MinFormatVersion || q.Version > raw.FormatVersion {
+		p.Refused = append(p.Refused, fmt.Sprintf("%s: built against another iket header (iket_state of %d bytes, record format %d; this iket reads formats %d to %d and a 32-byte state)",
+			Demangle(q.Name), q.StateSize, q.Version, raw.MinFormatVersion, raw.FormatVersion))
 		return "0"
 	}
 	return "1"

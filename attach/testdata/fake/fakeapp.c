@@ -35,7 +35,7 @@ static struct {
   unsigned grid, block;
   const char *names;
   const char *kernel[MAX_KERNELS], *behaviour[MAX_KERNELS];
-} opt = {.launches = 2, .exit_code = 0, .grid = 2, .block = 128, .version = 2};
+} opt = {.launches = 2, .exit_code = 0, .grid = 2, .block = 128, .version = 3};
 
 static const char default_names[] =
     "iket-names 1\\nROLE producer\\nROLE consumer\\nRANGE load\\nRANGE compute\\n";

@@ -100,7 +100,7 @@ CUresult fk_module_load(struct CUmod_st **out, const char *image) {
   m->magic = FK_MAGIC_MOD;
   char *text = strdup(image), *save = NULL;
   if (!text) return bad_image(m, 0, "out of memory");
-  uint32_t build = 0, version = 2;
+  uint32_t build = 0, version = 3;
   int line = 0, have_names = 0, need_pc = 0;
   CUresult rc = CUDA_SUCCESS;
   for (char *l = strtok_r(text, "\n", &save); l && rc == CUDA_SUCCESS; l = strtok_r(NULL, "\n", &save)) {
