@@ -2,7 +2,7 @@
 # app-cost.sh: what iket costs the example application (examples/app) on
 # the GPU machine, for header builds given as nvcc flags:
 #
-#   scripts/app-cost.sh [LABEL=FLAGS ...]     e.g. default= safe=-DIKET_SAFE_LANES=1
+#   scripts/app-cost.sh [LABEL=FLAGS ...]     e.g. default= wrap=-DIKET_WRAP=1
 #
 # For each build: the application's own time per launch (its CUDA events
 # around 200 back-to-back launches) for the plain build and for the

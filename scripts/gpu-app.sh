@@ -80,7 +80,7 @@ step kernel-second bash -c "$IKET run -o $R/second --kernel '^scale_kernel' -- $
 step no-match expect 2 "matched no launch" "$IKET" run -o "$R/nomatch" --kernel nothing_like_this -- "$W/app"
 step not-instrumented expect 2 "IKET_ENABLE" "$IKET" run -o "$R/plain" -- "$W/app_plain"
 # The example records its end mark with lane 0 alone after whole-warp
-# events, as users write it: the header's lane rule must hold for it.
+# events, as users write it: every warp must decode strictly.
 step lane-rule "$IKET" validate "$R/baseline/trace.iket"
 step launch-ex bash -c "$IKET run -o $R/ex --kernel pipeline -- $W/app --ex && traced $R/ex"
 step graph expect 2 "graph" "$IKET" run -o "$R/graph" --kernel pipeline -- "$W/app" --graph

@@ -44,7 +44,7 @@
 #        TRACED (default 20, 5 with --quick) traced launches per kernel
 #        NVCC  (default nvcc, else /usr/local/cuda/bin/nvcc)
 #        IKET_EXTRA_FLAGS  extra nvcc flags for every kernel build, e.g.
-#              -DIKET_SAFE_LANES=1 to measure the header's lane catch-up mode
+#              -DIKET_WRAP=1 to measure the wrap build
 # Exit code: 0 when every step passed, else 1 (the summary names the steps).
 set -u -o pipefail
 cd "$(dirname "$0")/.."

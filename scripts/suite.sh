@@ -7,7 +7,7 @@
 # the TMA pipeline and the persistent warp-specialized GEMM of
 # kernels/hopper through kernels/bench.
 #
-#   scripts/suite.sh [NVCC-FLAGS...]     e.g. -DIKET_SAFE_LANES=1
+#   scripts/suite.sh [NVCC-FLAGS...]     e.g. -I<dir> to build with another iket.cuh
 #
 # For each application: its own time per launch (ROUNDS rounds of LAUNCHES
 # back-to-back launches, default 7 and 200) for the plain build, the plain

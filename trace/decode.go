@@ -502,7 +502,7 @@ func (d *Decoder) Next(w *Warp) error {
 	if d.opt.Strict {
 		if w.LanesDiverged {
 			d.violate(w, DivergedLanes, -1, "", "lanes recorded different numbers of events and a record appears twice (lanes that had recorded apart recorded together again): "+
-				"records were overwritten; record with the same lanes each time, call tr.sync_lanes() after lanes recorded separately, or build with -DIKET_SAFE_LANES=1")
+				"records were overwritten (a header of record format 2 or older; rebuild with the current iket.cuh, whose format 3 records any lane pattern)")
 		}
 		if w.CountSaturated {
 			d.violate(w, SaturatedCount, -1, "", fmt.Sprintf("event counter saturated: at least %d events attempted, at least %d dropped (capacity %d, %s mode)",

@@ -122,8 +122,7 @@ type Warp struct {
 	// did so after the others' last event and nothing was overwritten (a
 	// mark by lane 0 alone at the end). The warp is trusted. Lanes that
 	// record apart in two groups that never record together again can
-	// still lose records unseen: record them together, or call
-	// tr.sync_lanes().
+	// still lose records unseen (format 3 has no such rule).
 	LanesAhead bool
 	// Beyond is, for a warp that did not finish, how many records were
 	// stored after its first unwritten slot, where its events are taken to

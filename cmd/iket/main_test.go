@@ -389,7 +389,7 @@ func TestFlaggedWarps(t *testing.T) {
 	if code != exitCheckFail {
 		t.Fatalf("strict validate: exit %d, want %d:\n%s", code, exitCheckFail, out)
 	}
-	for _, want := range []string{"lanes recorded different numbers of events", "tr.sync_lanes()", "at least"} {
+	for _, want := range []string{"lanes recorded different numbers of events", "rebuild with the current iket.cuh", "at least"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("strict validate lacks %q:\n%s", want, out)
 		}
