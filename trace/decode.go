@@ -504,6 +504,10 @@ func (d *Decoder) Next(w *Warp) error {
 			d.violate(w, DivergedLanes, -1, "", "lanes recorded different numbers of events and a record appears twice (lanes that had recorded apart recorded together again): "+
 				"records were overwritten (a header of record format 2 or older; rebuild with the current iket.cuh, whose format 3 records any lane pattern)")
 		}
+		if w.SideLanes > 1 {
+			d.violate(w, DivergedLanes, -1, "", fmt.Sprintf("%d lanes stored side events (events recorded without lane 0, each by the lowest lane recording): they share the side slots, so some records may have overwritten others; record those events with the same lanes, or with lane 0",
+				w.SideLanes))
+		}
 		if w.CountSaturated {
 			d.violate(w, SaturatedCount, -1, "", fmt.Sprintf("event counter saturated: at least %d events attempted, at least %d dropped (capacity %d, %s mode)",
 				w.Count, w.Dropped, d.meta.Capacity, d.meta.Mode))
@@ -529,7 +533,7 @@ func (d *Decoder) Next(w *Warp) error {
 	d.sum.Attempted += w.Count
 	d.sum.Dropped += w.Dropped
 	d.sum.Trimmed += uint64(w.Trimmed)
-	if w.LanesDiverged {
+	if w.LanesDiverged || w.SideLanes > 1 {
 		d.sum.LanesDiverged++
 	}
 	if w.CountSaturated {
@@ -623,12 +627,16 @@ func (d *Decoder) decodeEvents(w *Warp, h *raw.WarpHeader, fit *ClockFit) ([]byt
 	var b []byte
 	var err *WarpError
 	backward := false
-	var nSide uint32
+	var nSide, sideLanes uint32
 	merged := false
 	if d.side {
-		if nSide, err = d.tailCount(w.Slot); err != nil {
+		if nSide, sideLanes, err = d.tailCount(w.Slot); err != nil {
 			return nil, err
 		}
+		// More side events than the capacity: the count is a lower bound.
+		// Side events of several lanes shared their slots.
+		w.CountSaturated = w.CountSaturated || uint64(nSide) > uint64(capa)
+		w.SideLanes = sideLanes
 		if nSide > 0 && !d.wrap {
 			if b, err = d.mergeSide(w, h, nSide); err != nil {
 				return nil, err

@@ -9,21 +9,27 @@ import (
 
 // Side events (format 3, docs/FORMAT.md section 3): lane 0 stores a warp's
 // events upward from record 0; an event recorded while lane 0 was not among
-// the recording lanes takes index i from the tail word (the 8 bytes after
-// the last record) and, in stop mode, is stored at record capacity-1-i.
+// the recording lanes is stored by the lowest of those lanes downward from
+// the last record, with a cursor of its own. At exit each lane that did
+// merges its count into the tail word (the 8 bytes after the last record):
+// the largest count in the low half, the number of such lanes in the high.
 
 // tailCount reads a format-3 warp slot's tail word: how many side events the
-// warp recorded.
-func (d *Decoder) tailCount(slot uint64) (uint32, *WarpError) {
+// warp recorded (at most capacity + 1, which means more than the capacity)
+// and how many lanes stored them.
+func (d *Decoder) tailCount(slot uint64) (n, lanes uint32, err *WarpError) {
 	off := d.meta.Offset + int64(slot)*d.stride + raw.WarpHeaderSize + int64(d.meta.Capacity)*raw.RecordSize
 	t := d.tail[:]
-	if err := readAt(d.r, t, off); err != nil {
-		return 0, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read tail word", Err: err}
+	if rerr := readAt(d.r, t, off); rerr != nil {
+		return 0, 0, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read tail word", Err: rerr}
 	}
-	if hi := binary.LittleEndian.Uint32(t[4:]); hi != 0 {
-		return 0, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: fmt.Sprintf("tail word's high half is %#x, want 0: the buffer is damaged", hi)}
+	n, lanes = binary.LittleEndian.Uint32(t[:]), binary.LittleEndian.Uint32(t[4:])
+	if uint64(n) > uint64(d.meta.Capacity)+1 || lanes > 32 || (n == 0) != (lanes == 0) {
+		return 0, 0, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: fmt.Sprintf(
+			"tail word says %d side events by %d lanes (at most capacity + 1 = %d events, 32 lanes, and neither without the other): the buffer is damaged",
+			n, lanes, uint64(d.meta.Capacity)+1)}
 	}
-	return binary.LittleEndian.Uint32(t[:]), nil
+	return n, lanes, nil
 }
 
 // mergeSide reads a stop-mode warp's lane-0 records and its nSide side

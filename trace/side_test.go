@@ -40,7 +40,7 @@ var lanesScript = []sideEvent{
 }
 
 // sideLaunch lays lanesScript out as the device does, with capacity capa.
-func sideLaunch(capa uint32, mode trace.Mode, unfinished bool) *emu.Launch {
+func sideLaunch(capa uint32, mode trace.Mode, unfinished bool, sideLanes uint32) *emu.Launch {
 	l := &emu.Launch{Kernel: "lanes", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}, Capacity: capa, Mode: mode,
 		Names: emu.MustNames("ROLE producer", "RANGE wait", "RANGE load", "RANGE compute", "MARK done"), SMs: 1}
 	w := l.Warp([3]uint32{0, 0, 0}, 0)
@@ -61,7 +61,7 @@ func sideLaunch(capa uint32, mode trace.Mode, unfinished bool) *emu.Launch {
 			w.Side = append(w.Side, i)
 		}
 	}
-	w.Unfinished = unfinished
+	w.Unfinished, w.SideLanes = unfinished, sideLanes
 	return l
 }
 
@@ -76,6 +76,7 @@ func nameOf(l *emu.Launch, name string) uint16 {
 // among lane 0's, with exact counts, whatever the buffer holds.
 func TestSideEvents(t *testing.T) {
 	n := len(lanesScript)
+	const all = ^uint64(0)
 	sides := 0
 	for _, e := range lanesScript {
 		if e.side {
@@ -87,26 +88,37 @@ func TestSideEvents(t *testing.T) {
 		capa       uint32
 		mode       trace.Mode
 		unfinished bool
+		sideLanes  uint32
 		// keep lists the script's events decoded, in order; dropped and
 		// sideDropped the counts.
 		keep                 []int
 		dropped, sideDropped uint64
+		side                 uint64 // side events counted, -1 means all of the script's
+		beyond               int
+		saturated            bool
 		strict               string // "" means strict validation passes
 	}{
-		{name: "room for all", capa: 32, keep: seq(0, n)},
-		{name: "exactly full", capa: uint32(n), keep: seq(0, n)},
+		{name: "room for all", capa: 32, keep: seq(0, n), side: all},
+		{name: "exactly full", capa: uint32(n), keep: seq(0, n), side: all},
+		{name: "two lanes stored side events", capa: 32, sideLanes: 2, keep: seq(0, n), side: all, strict: "2 lanes stored side events"},
+		// 8 lane-0 events and 5 side events in 4 slots: both wrote every
+		// slot, so none is kept; the side count stops at capacity + 1 = 5,
+		// a lower bound.
+		{name: "side count saturated", capa: 4, keep: []int{}, side: 5, dropped: 13, sideDropped: 5, saturated: true, strict: "saturated"},
 		// 13 events in 10 slots: lane 0's 8 take slots 0-7, the 5 side
 		// events 9 down to 5; slots 5-7 were written by both and are left
 		// out: lane 0's first 5 (events 0, 1, 2, 5, 7) and the side events
 		// in slots 8 and 9 (events 3, 4) remain.
-		{name: "met in the middle", capa: 10, keep: []int{0, 1, 2, 3, 4, 5, 7}, dropped: 6, sideDropped: 3, strict: "6 of 13 events dropped"},
-		{name: "hung", capa: 32, unfinished: true, keep: seq(0, n), strict: "did not finish"},
-		{name: "wrap keeps no side event", capa: 16, mode: trace.ModeWrap, keep: mainOnly(), dropped: uint64(sides), sideDropped: uint64(sides),
+		{name: "met in the middle", capa: 10, keep: []int{0, 1, 2, 3, 4, 5, 7}, side: all, dropped: 6, sideDropped: 3, strict: "6 of 13 events dropped"},
+		// The tail word is written at exit: a hung warp's side records are
+		// not decoded, only reported as records beyond lane 0's.
+		{name: "hung", capa: 32, unfinished: true, keep: mainOnly(), side: 0, beyond: sides, strict: "5 more records lie after the first unwritten slot"},
+		{name: "wrap keeps no side event", capa: 16, mode: trace.ModeWrap, keep: mainOnly(), side: all, dropped: uint64(sides), sideDropped: uint64(sides),
 			strict: "recorded while lane 0 was inactive, which a wrap build does not store"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := sideLaunch(tt.capa, tt.mode, tt.unfinished)
+			l := sideLaunch(tt.capa, tt.mode, tt.unfinished, tt.sideLanes)
 			c := emu.MustRead(t, l)
 			d, err := trace.NewDecoder(c.Launch(0), trace.Options{})
 			if err != nil {
@@ -128,13 +140,19 @@ func TestSideEvents(t *testing.T) {
 					t.Errorf("event %d at cycle %d, not after %d", i, e.Cycles(), w.Events[i-1].Cycles())
 				}
 			}
-			wantCount := uint64(n)
-			if tt.unfinished {
-				wantCount = uint64(len(tt.keep))
+			side := tt.side
+			if side == all {
+				side = uint64(sides)
 			}
-			if w.Count != wantCount || w.Dropped != tt.dropped || w.Side != uint64(sides) || w.SideDropped != tt.sideDropped {
-				t.Errorf("count %d dropped %d side %d side dropped %d, want %d %d %d %d", w.Count, w.Dropped, w.Side, w.SideDropped,
-					wantCount, tt.dropped, sides, tt.sideDropped)
+			wantCount := uint64(n-sides) + side
+			if tt.saturated {
+				wantCount = uint64(n-sides) + uint64(tt.capa) + 1
+			}
+			if w.Count != wantCount || w.Dropped != tt.dropped || w.Side != side || w.SideDropped != tt.sideDropped ||
+				w.Beyond != tt.beyond || w.CountSaturated != tt.saturated {
+				t.Errorf("count %d dropped %d side %d side dropped %d beyond %d saturated %v, want %d %d %d %d %d %v",
+					w.Count, w.Dropped, w.Side, w.SideDropped, w.Beyond, w.CountSaturated,
+					wantCount, tt.dropped, side, tt.sideDropped, tt.beyond, tt.saturated)
 			}
 			_, err = trace.Validate(c.Launch(0), trace.Options{Strict: true})
 			switch {

@@ -110,6 +110,11 @@ type Warp struct {
 	// it drops lane 0's).
 	Side        uint64
 	SideDropped uint64
+	// SideLanes is how many lanes stored side events (format 3). Each
+	// lane's go downward from the last record with a cursor of its own, so
+	// with more than one, records may have overwritten each other: strict
+	// decoding then reports a [DivergedLanes] violation.
+	SideLanes uint32
 	// LanesDiverged (format 1 and 2 captures): lanes of the warp that left the kernel together had
 	// recorded different numbers of events (header flag bit 2), so some
 	// records may have been overwritten by others: one of its records

@@ -130,11 +130,14 @@ type Warp struct {
 	// reached the limit has count SaturateAt and header flag bit 3 set.
 	SaturateAt uint32
 	// Side lists events (by number, from 0) recorded while the warp's lane
-	// 0 was not among the recording lanes (format 3): each takes the tail
-	// word's next index i and, in stop mode, is stored at record
-	// capacity-1-i while i < capacity; a wrap build only counts it. The
-	// header's count and SaturateAt are lane 0's events only.
-	Side []int
+	// 0 was not among the recording lanes (format 3): the i-th is stored,
+	// in stop mode, at record capacity-1-i while i < capacity (a wrap build
+	// stores none), and a finished warp's tail word counts them (at most
+	// capacity + 1) and, in its high half, SideLanes (1 when 0), the lanes
+	// that stored them. The header's count and SaturateAt are lane 0's
+	// events only.
+	Side      []int
+	SideLanes uint32
 
 	l      *Launch
 	events []rec
@@ -427,10 +430,14 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 		}
 		binary.LittleEndian.PutUint64(recs[idx*raw.RecordSize:], uint64(r))
 	}
-	if sides > math.MaxUint32 {
-		return fmt.Errorf("warp %d: %d side events overflow the 32-bit tail word", w.Slot, sides)
+	if sides > 0 && !w.Unfinished { // written at exit
+		lanes := w.SideLanes
+		if lanes == 0 {
+			lanes = 1
+		}
+		binary.LittleEndian.PutUint32(recs[capa*raw.RecordSize:], uint32(min(sides, capa+1)))
+		binary.LittleEndian.PutUint32(recs[capa*raw.RecordSize+4:], lanes)
 	}
-	binary.LittleEndian.PutUint32(recs[capa*raw.RecordSize:], uint32(sides))
 	if !w.Unfinished {
 		end := w.EndCycle
 		if end == 0 {

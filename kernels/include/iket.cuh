@@ -222,6 +222,68 @@ __device__ __forceinline__ void record(unsigned long long addr, unsigned end,
       "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
       "r"(end), "r"(k), "r"(p));
 }
+// record_side is record for Warp::emit, and also stores the record at the
+// side cursor sc when this lane is the side writer: no lane below it is
+// active (lt1 is %lanemask_lt | 1, or all ones without buffers), so lane 0
+// is not recording. Such a lane stores while sc >= first and steps sc down
+// by 8, not below floor. Branch-free: the active mask (VOTE), one LOP3 and
+// one ISETP, a store and a step, both predicated off in lane 0's events.
+__device__ __forceinline__ void record_side(unsigned long long addr, unsigned end,
+                                            unsigned k, unsigned p, unsigned lt1,
+                                            unsigned& sc, unsigned first,
+                                            unsigned floor) {
+  asm volatile(
+      "{\n\t.reg .pred q, w, s;\n\t.reg .b64 c, a;\n\t"
+      ".reg .b32 al, ah, l, h, m, d;\n\t"
+      "mov.b64 {al, ah}, %1;\n\t"
+      "setp.lt.u32 q, al, %2;\n\t"
+      "mov.u64 c, %%clock64;\n\t"
+      "mov.b64 {l, h}, c;\n\t"
+      "add.u32 h, h, %3;\n\t"
+      "add.u32 h, h, %4;\n\t"
+      "mov.b64 c, {l, h};\n\t"
+      "@q st.global.u64 [%1], c;\n\t"
+      "activemask.b32 m;\n\t"
+      "and.b32 m, m, %5;\n\t"
+      "setp.eq.u32 w, m, 0;\n\t"
+      "setp.ge.and.u32 s, %0, %6, w;\n\t"
+      "mov.b64 a, {%0, ah};\n\t"
+      "@s st.global.u64 [a], c;\n\t"
+      "sub.u32 d, %0, 8;\n\t"
+      "max.u32 d, d, %7;\n\t"
+      "@w mov.b32 %0, d;\n\t}"
+      : "+r"(sc)
+      : "l"(addr), "r"(end), "r"(k), "r"(p), "r"(lt1), "r"(first), "r"(floor));
+}
+// record_side_c is record_side with a clock read earlier.
+__device__ __forceinline__ void record_side_c(unsigned long long addr, unsigned end,
+                                              unsigned k, unsigned p, unsigned lt1,
+                                              unsigned& sc, unsigned first,
+                                              unsigned floor,
+                                              unsigned long long clk) {
+  asm volatile(
+      "{\n\t.reg .pred q, w, s;\n\t.reg .b64 c, a;\n\t"
+      ".reg .b32 al, ah, l, h, m, d;\n\t"
+      "mov.b64 {al, ah}, %1;\n\t"
+      "setp.lt.u32 q, al, %2;\n\t"
+      "mov.b64 {l, h}, %8;\n\t"
+      "add.u32 h, h, %3;\n\t"
+      "add.u32 h, h, %4;\n\t"
+      "mov.b64 c, {l, h};\n\t"
+      "@q st.global.u64 [%1], c;\n\t"
+      "activemask.b32 m;\n\t"
+      "and.b32 m, m, %5;\n\t"
+      "setp.eq.u32 w, m, 0;\n\t"
+      "setp.ge.and.u32 s, %0, %6, w;\n\t"
+      "mov.b64 a, {%0, ah};\n\t"
+      "@s st.global.u64 [a], c;\n\t"
+      "sub.u32 d, %0, 8;\n\t"
+      "max.u32 d, d, %7;\n\t"
+      "@w mov.b32 %0, d;\n\t}"
+      : "+r"(sc)
+      : "l"(addr), "r"(end), "r"(k), "r"(p), "r"(lt1), "r"(first), "r"(floor),
+        "l"(clk));
+}
 // record_c is record with a clock read earlier (Warp::stamp). record reads
 // its clock inside its own asm statement on purpose: fed by a separate clock
 // read, the same record compiles to as many instructions but issues more
@@ -303,18 +365,6 @@ __device__ __forceinline__ void record_at(unsigned long long addr, unsigned on,
       "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
       "r"(on), "r"(k), "r"(p));
 }
-// side_index takes the next side-event index from the tail word at p (a
-// global address): an atomic add that returns the old count.
-__device__ __forceinline__ unsigned side_index(unsigned* p) {
-  unsigned i;
-  asm volatile(
-      "{\n\t.reg .u64 g;\n\tcvta.to.global.u64 g, %1;\n\t"
-      "atom.global.add.u32 %0, [g], 1;\n\t}"
-      : "=r"(i)
-      : "l"(p)
-      : "memory");
-  return i;
-}
 // red_max, red_or and red_and update a header word with a reduction
 // (red.global returns nothing; atomicMax and the like on the generic pointer
 // compile to ATOM, which returns the old value) through its generic address,
@@ -331,6 +381,7 @@ __device__ __forceinline__ unsigned side_index(unsigned* p) {
 IKET__RED(red_max, "max.u32")
 IKET__RED(red_or, "or.b32")
 IKET__RED(red_and, "and.b32")
+IKET__RED(red_add, "add.u32")
 #undef IKET__RED
 
 // st_low_half stores v's low 16 bits over the low half of the word at p
@@ -388,6 +439,11 @@ __device__ __forceinline__ unsigned long long pack_at(unsigned long long clk,
       : "=l"(r)
       : "l"(clk), "r"(k), "r"(p));
   return r;
+}
+
+// store_one stores a packed record at addr.
+__device__ __forceinline__ void store_one(unsigned long long addr, unsigned long long r) {
+  asm volatile("st.global.u64 [%0], %1;" ::"l"(addr), "l"(r));
 }
 
 // store_pair stores two packed records at addr as record_pair does: one
@@ -474,15 +530,25 @@ class Warp {
     // Lane 0 stores the warp's events: in the other lanes the bound (stop)
     // or the switch (wrap) is off, so the hot path has no lane test.
     const bool lane0 = (tid & 31u) == 0u;
+    unsigned lt;
+    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
+    // Without buffers no lane is ever the side writer.
+    lt1_ = s.base == 0ull ? 0xffffffffu : lt | 1u;
 #if IKET__BUILD_WRAP
     pos_ = 0u;
     // From the capacity, not wrap_mask: any capacity keeps the ring in the
     // warp's slot. No buffers: nothing stored.
     mask_ = cap != 0u ? 8u * (cap - 1u) : 0u;
     on_ = lane0 && cap != 0u ? 1u : 0u;
+    sc_ = 0u;
 #else
     pos_ = first_;
-    end_ = first_ + (lane0 ? 8u * cap : 0u);  // the tail word: stores stop before it
+    // Lane 0's records stop before the tail word. In the other lanes the
+    // bound is below the records, so they never store there, and it is the
+    // side cursor's floor: two slots below record 0, so that a side count
+    // of capacity + 1 says that more were recorded than stored.
+    end_ = lane0 ? first_ + 8u * cap : first_ - 16u;
+    sc_ = first_ + 8u * (cap - 1u);  // the last record
 #endif
     if (s.base == 0ull) return;
     unsigned long long gt, clk;
@@ -512,6 +578,22 @@ class Warp {
 #endif
     // Lane 0's cursor is the warp's: bit 3 when it saturated.
     const unsigned f = pos_ == detail::kCursorLimit ? 2u | 8u : 2u;
+    // A lane that wrote side events merges their count into the tail word
+    // (the largest lane's) and counts itself in its high half.
+    {
+      const unsigned cap = iket_state.capacity;
+#if IKET__BUILD_WRAP
+      const unsigned ns = sc_;
+#else
+      const unsigned ns = (first_ + 8u * (cap - 1u) - sc_) >> 3;
+#endif
+      if (ns != 0u) {
+        unsigned* const tail =
+            reinterpret_cast<unsigned*>(reinterpret_cast<char*>(hdr_) + 64 + 8ull * cap);
+        detail::red_max(tail, ns);
+        detail::red_add(tail + 1, 1u);
+      }
+    }
     unsigned long long gt, clk;
     detail::anchor(&gt, &clk);
     if (m == 0xffffffffu) {
@@ -639,42 +721,43 @@ class Warp {
   friend class Batch;
   // The hot path: compare the cursor (the low word of the next record's
   // address: a warp's buffer never straddles a 4 GiB boundary, the runtime
-  // allocates so) with the end of the records (ISETP; the end is the start
-  // in lanes other than 0, so only lane 0 stores), read the 64-bit clock
-  // (CS2R), add kind, name and payload to its high word (IADD3), one 8-byte
-  // store predicated off past capacity (STG), advance the cursor,
-  // saturating (VIADDMNMX); and the active mask (VOTE), with a branch to the
-  // side path taken only when lane 0 is not among the lanes recording. A
-  // payload that changes from event to event adds its add (a VIADD), one of
-  // unknown range also its mask. z_ is zero at run time: without a per-lane
-  // term, ptxas moves the add of a warp-uniform payload (a stage index) to
-  // the uniform datapath and the clock there and back, four moves more. No
-  // fence, no warp-wide step. A wrap build masks a byte offset instead of
-  // comparing.
+  // allocates so) with the end of the records (ISETP; the end is below the
+  // records in lanes other than 0, so only lane 0 stores), read the 64-bit
+  // clock (CS2R), add kind, name and payload to its high word (IADD3), one
+  // 8-byte store predicated off past capacity (STG), advance the cursor,
+  // saturating (VIADDMNMX); then the side writer's part (record_side): the
+  // active mask (VOTE), LOP3, ISETP, a store and a step of the side cursor,
+  // both predicated off whenever lane 0 records. A payload that changes from
+  // event to event adds its add (a VIADD), one of unknown range also its
+  // mask. z_ is zero at run time: without a per-lane term, ptxas moves the
+  // add of a warp-uniform payload (a stage index) to the uniform datapath
+  // and the clock there and back, four moves more. No fence, no branch, no
+  // warp-wide step. A wrap build masks a byte offset instead of comparing,
+  // and only counts side events.
   __device__ __forceinline__ void emit(unsigned kind, unsigned short name,
                                        unsigned payload) {
-    const unsigned m = detail::active_mask();
     const unsigned c = pos_;
 #if IKET__BUILD_WRAP
     detail::record_at(slot(c), on_, tag(kind, name), addend(payload));
+    sc_ += (detail::active_mask() & lt1_) == 0u ? 1u : 0u;
 #else
-    detail::record(slot(c), end_, tag(kind, name), addend(payload));
+    detail::record_side(slot(c), end_, tag(kind, name), addend(payload), lt1_, sc_,
+                        first_, end_);
 #endif
     pos_ = min(c + 8u, detail::kCursorLimit);
-    if (!(m & 1u)) side(m, tag(kind, name), addend(payload), detail::clock64v());
   }
   // emit_at is emit with a clock read earlier.
   __device__ __forceinline__ void emit_at(Stamp t, unsigned kind,
                                           unsigned short name, unsigned payload) {
-    const unsigned m = detail::active_mask();
     const unsigned c = pos_;
 #if IKET__BUILD_WRAP
     detail::record_at_c(slot(c), on_, tag(kind, name), addend(payload), t.clock);
+    sc_ += (detail::active_mask() & lt1_) == 0u ? 1u : 0u;
 #else
-    detail::record_c(slot(c), end_, tag(kind, name), addend(payload), t.clock);
+    detail::record_side_c(slot(c), end_, tag(kind, name), addend(payload), lt1_, sc_,
+                          first_, end_, t.clock);
 #endif
     pos_ = min(c + 8u, detail::kCursorLimit);
-    if (!(m & 1u)) side(m, tag(kind, name), addend(payload), t.clock);
   }
   // emit_pair stores two events, the first at t, the second now (one
   // 16-byte store where it can; a wrap build's ring stores two).
@@ -685,47 +768,34 @@ class Warp {
     emit_pair_tags(t, tag(kind1, name1), addend(payload1), tag(kind2, name2),
                    addend(payload2));
   }
-  // emit_pair_tags is emit_pair with the tags and addends made (Batch).
+  // emit_pair_tags is emit_pair with the tags and addends made (Batch). The
+  // side writer's part is a branch here (pairs are for hot loops, which
+  // record with lane 0).
   __device__ __forceinline__ void emit_pair_tags(Stamp t, unsigned k1, unsigned a1,
                                                  unsigned k2, unsigned a2) {
-    const unsigned m = detail::active_mask();
     const unsigned c = pos_;
 #if IKET__BUILD_WRAP
     detail::record_at_c(slot(c), on_, k1, a1, t.clock);
     // Saturated, both go to the stuck slot, as every later event does.
     detail::record_at(slot(min(c + 8u, detail::kCursorLimit)), on_, k2, a2);
+    sc_ += (detail::active_mask() & lt1_) == 0u ? 2u : 0u;
 #else
     detail::record_pair(slot(c), end_, k1, a1, t.clock, k2, a2);
+    if ((detail::active_mask() & lt1_) == 0u) {
+      side_store(detail::pack_at(t.clock, k1, a1));
+      side_store(detail::pack_now(k2, a2));
+    }
 #endif
     pos_ = min(c + 16u, detail::kCursorLimit);
-    if (!(m & 1u)) {
-      side(m, k1, a1, t.clock);
-      side(m, k2, a2, detail::clock64v());
-    }
   }
-  // side records an event of lanes without lane 0 (mask m), at clock clk:
-  // their lowest lane takes the tail word's next index i and, in stop mode,
-  // stores the record at capacity-1-i while i < capacity. The decoder merges
-  // these records with lane 0's by time and counts those not stored as
-  // dropped. A wrap build counts them only (its ring has no room apart).
-  __device__ __forceinline__ void side(unsigned m, unsigned k, unsigned a,
-                                       unsigned long long clk) {
-    if (!live() || !detail::leader(m)) return;
-    const unsigned cap = iket_state.capacity;
-    char* const rec = reinterpret_cast<char*>(hdr_) + 64;
-    const unsigned i =
-        detail::side_index(reinterpret_cast<unsigned*>(rec + 8ull * cap));
 #if !IKET__BUILD_WRAP
-    if (i < cap)
-      detail::record_at_c(reinterpret_cast<unsigned long long>(rec) +
-                              8ull * (cap - 1u - i),
-                          1u, k, a, clk);
-#else
-    (void)k;
-    (void)a;
-    (void)clk;
-#endif
+  // side_store stores a packed record at the side cursor, as record_side
+  // does for the side writer.
+  __device__ __forceinline__ void side_store(unsigned long long r) {
+    if (sc_ >= first_) detail::store_one(slot(sc_), r);
+    sc_ = max(sc_ - 8u, end_);
   }
+#endif
   // live reports whether the launch has buffers (the runtime set
   // iket_state.base); without, the header is the shared scratch slot.
   __device__ __forceinline__ bool live() const {
@@ -756,8 +826,10 @@ class Warp {
   unsigned mask_;  // 8 * (capacity - 1): byte offset mask
   unsigned on_;    // 1 in lane 0 of a launch with buffers: it stores
 #else
-  unsigned end_;  // lane 0: low word of the end of the records; others: start
+  unsigned end_;  // lane 0: low word of the end of the records; others: 16 below the start
 #endif
+  unsigned lt1_;  // %lanemask_lt | 1 (all ones without buffers): side writer test
+  unsigned sc_;   // stop: low word of the next side record's address; wrap: side events
   unsigned z_;  // 0, from the slot's address (a per-lane value to ptxas)
   unsigned pos_;  // stop: low word of the next record's address; wrap: bytes
 };
