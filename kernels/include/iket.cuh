@@ -204,10 +204,11 @@ __device__ __forceinline__ unsigned long long clock64v() {
 // the whole 64-bit read live, so ptxas reads it with one CS2R into the
 // register pair it stores (CUDA 12.4 and 13.0 alike; a record that keeps
 // only the low word gets S2UR + NOP + a move from CUDA 13.0), and k + p is
-// one IADD3. No "memory" clobber: the kernel never reads the buffers, so
-// its own loads and stores need not be ordered around an event (volatile
-// keeps events in order with each other and with the kernel's other asm,
-// such as barrier waits).
+// one IADD3. The "memory" clobber keeps every event in program order with
+// the kernel's loads, stores and synchronization (__syncthreads,
+// cuda::barrier): without it, a range_pop after __syncthreads was recorded
+// before the barrier completed in a build with CUDA 13.0 (volatile alone
+// orders events only with each other and with other asm statements).
 __device__ __forceinline__ void record(unsigned long long addr, unsigned end,
                                        unsigned k, unsigned p) {
   asm volatile(
@@ -220,7 +221,8 @@ __device__ __forceinline__ void record(unsigned long long addr, unsigned end,
       "add.u32 h, h, %3;\n\t"
       "mov.b64 c, {l, h};\n\t"
       "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
-      "r"(end), "r"(k), "r"(p));
+      "r"(end), "r"(k), "r"(p)
+      : "memory");
 }
 // record_side is record for Warp::emit, and also stores the record at the
 // side cursor sc when this lane is the side writer: no lane below it is
@@ -253,7 +255,8 @@ __device__ __forceinline__ void record_side(unsigned long long addr, unsigned en
       "max.u32 d, d, %7;\n\t"
       "@w mov.b32 %0, d;\n\t}"
       : "+r"(sc)
-      : "l"(addr), "r"(end), "r"(k), "r"(p), "r"(lt1), "r"(first), "r"(floor));
+      : "l"(addr), "r"(end), "r"(k), "r"(p), "r"(lt1), "r"(first), "r"(floor)
+      : "memory");
 }
 // record_side_c is record_side with a clock read earlier.
 __device__ __forceinline__ void record_side_c(unsigned long long addr, unsigned end,
@@ -282,7 +285,8 @@ __device__ __forceinline__ void record_side_c(unsigned long long addr, unsigned 
       "@w mov.b32 %0, d;\n\t}"
       : "+r"(sc)
       : "l"(addr), "r"(end), "r"(k), "r"(p), "r"(lt1), "r"(first), "r"(floor),
-        "l"(clk));
+        "l"(clk)
+      : "memory");
 }
 // record_c is record with a clock read earlier (Warp::stamp). record reads
 // its clock inside its own asm statement on purpose: fed by a separate clock
@@ -300,7 +304,8 @@ __device__ __forceinline__ void record_c(unsigned long long addr, unsigned end,
       "add.u32 h, h, %3;\n\t"
       "mov.b64 c, {l, h};\n\t"
       "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
-      "r"(end), "r"(k), "r"(p), "l"(clk));
+      "r"(end), "r"(k), "r"(p), "l"(clk)
+      : "memory");
 }
 // record_pair stores two records at addr: the first with the clock clk read
 // earlier, the second with the clock now. One 16-byte store when addr is
@@ -334,7 +339,8 @@ __device__ __forceinline__ void record_pair(unsigned long long addr, unsigned en
       "@v st.global.v2.u64 [%0], {c, d};\n\t"
       "@s1 st.global.u64 [%0], c;\n\t"
       "@s2 st.global.u64 [%0+8], d;\n\t}" ::"l"(addr),
-      "r"(end), "r"(k1), "r"(p1), "l"(clk), "r"(k2), "r"(p2));
+      "r"(end), "r"(k1), "r"(p1), "l"(clk), "r"(k2), "r"(p2)
+      : "memory");
 }
 // record_at_c is record_at with a clock read earlier.
 __device__ __forceinline__ void record_at_c(unsigned long long addr, unsigned on,
@@ -348,7 +354,8 @@ __device__ __forceinline__ void record_at_c(unsigned long long addr, unsigned on
       "add.u32 h, h, %3;\n\t"
       "mov.b64 c, {l, h};\n\t"
       "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
-      "r"(on), "r"(k), "r"(p), "l"(clk));
+      "r"(on), "r"(k), "r"(p), "l"(clk)
+      : "memory");
 }
 // record_at is record without the bound, stored when on is not zero: a wrap
 // build's address is always inside the ring, and only lane 0 stores.
@@ -363,7 +370,8 @@ __device__ __forceinline__ void record_at(unsigned long long addr, unsigned on,
       "add.u32 h, h, %3;\n\t"
       "mov.b64 c, {l, h};\n\t"
       "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
-      "r"(on), "r"(k), "r"(p));
+      "r"(on), "r"(k), "r"(p)
+      : "memory");
 }
 // red_max, red_or and red_and update a header word with a reduction
 // (red.global returns nothing; atomicMax and the like on the generic pointer
