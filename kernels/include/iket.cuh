@@ -37,10 +37,10 @@
 //
 // Lanes. Record with any lanes: the whole warp, lane 0 alone, some lanes,
 // one after the other. Lane 0 stores the warp's events; an event recorded
-// while lane 0 is elsewhere takes a slower path (an atomic) and the decoder
-// puts it back in time order. Two branches of one warp that record at the
-// same time (`if (lane < 16) ... else ...`) can interleave their ranges; the
-// decoder names a warp whose ranges do not pair.
+// while lane 0 is elsewhere is stored apart by the lowest lane recording,
+// and the decoder puts it back in time order. Such events from different
+// lowest lanes (`if (lane == 5) ...; if (lane == 7) ...`), or ranges in two
+// branches that run at once, can collide: the decoder names the warp.
 //
 // For hot loops: tr.stamp() with range_next_pair stores two phase changes
 // at once, and iket::Batch keeps such pairs in registers (see there). The
