@@ -195,9 +195,9 @@ __device__ __forceinline__ unsigned long long clock64v() {
   return c;
 }
 
-// record reads the clock and stores one record at addr when the address's
-// low word is below end. The record is the 64-bit clock plus the tag in the
-// high word: low word = the clock's low word, high word = the clock's high
+// An event reads the clock and stores one record at addr when the
+// address's low word is below end. The record is the 64-bit clock plus the
+// tag in the high word: low word = the clock's low word, high word = the clock's high
 // word + k + p, with k = kind << 29 | name << 16 and p = payload & 0xffff
 // (format version 2, docs/FORMAT.md: the decoder knows each event's full
 // clock, so it subtracts the high word back out). Adding to the clock keeps
@@ -209,22 +209,7 @@ __device__ __forceinline__ unsigned long long clock64v() {
 // cuda::barrier): without it, a range_pop after __syncthreads was recorded
 // before the barrier completed in a build with CUDA 13.0 (volatile alone
 // orders events only with each other and with other asm statements).
-__device__ __forceinline__ void record(unsigned long long addr, unsigned end,
-                                       unsigned k, unsigned p) {
-  asm volatile(
-      "{\n\t.reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 al, ah, l, h;\n\t"
-      "mov.b64 {al, ah}, %0;\n\t"
-      "setp.lt.u32 q, al, %1;\n\t"
-      "mov.u64 c, %%clock64;\n\t"
-      "mov.b64 {l, h}, c;\n\t"
-      "add.u32 h, h, %2;\n\t"
-      "add.u32 h, h, %3;\n\t"
-      "mov.b64 c, {l, h};\n\t"
-      "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
-      "r"(end), "r"(k), "r"(p)
-      : "memory");
-}
-// record_side is record for Warp::emit, and also stores the record at the
+// record_side does that for Warp::emit, and also stores the record at the
 // side cursor sc when this lane is the side writer: no lane below it is
 // active (lt1 is %lanemask_lt | 1, or all ones without buffers), so lane 0
 // is not recording. Such a lane stores while sc >= first and steps sc down
@@ -258,7 +243,10 @@ __device__ __forceinline__ void record_side(unsigned long long addr, unsigned en
       : "l"(addr), "r"(end), "r"(k), "r"(p), "r"(lt1), "r"(first), "r"(floor)
       : "memory");
 }
-// record_side_c is record_side with a clock read earlier.
+// record_side_c is record_side with a clock read earlier (Warp::stamp).
+// record_side reads its clock inside its own asm statement on purpose: fed
+// by a separate clock read, the same record compiles to as many
+// instructions but issues more slowly. Keep the two in step.
 __device__ __forceinline__ void record_side_c(unsigned long long addr, unsigned end,
                                               unsigned k, unsigned p, unsigned lt1,
                                               unsigned& sc, unsigned first,
@@ -286,25 +274,6 @@ __device__ __forceinline__ void record_side_c(unsigned long long addr, unsigned 
       : "+r"(sc)
       : "l"(addr), "r"(end), "r"(k), "r"(p), "r"(lt1), "r"(first), "r"(floor),
         "l"(clk)
-      : "memory");
-}
-// record_c is record with a clock read earlier (Warp::stamp). record reads
-// its clock inside its own asm statement on purpose: fed by a separate clock
-// read, the same record compiles to as many instructions but issues more
-// slowly.
-__device__ __forceinline__ void record_c(unsigned long long addr, unsigned end,
-                                         unsigned k, unsigned p,
-                                         unsigned long long clk) {
-  asm volatile(
-      "{\n\t.reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 al, ah, l, h;\n\t"
-      "mov.b64 {al, ah}, %0;\n\t"
-      "setp.lt.u32 q, al, %1;\n\t"
-      "mov.b64 {l, h}, %4;\n\t"
-      "add.u32 h, h, %2;\n\t"
-      "add.u32 h, h, %3;\n\t"
-      "mov.b64 c, {l, h};\n\t"
-      "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
-      "r"(end), "r"(k), "r"(p), "l"(clk)
       : "memory");
 }
 // record_pair stores two records at addr: the first with the clock clk read
@@ -422,7 +391,7 @@ __device__ __forceinline__ unsigned lane_id() {
 
 // pack_now is a record (format 2, as record writes it) with the clock now;
 // pack_at one with a clock read earlier. For Batch, which stores later; the
-// packing repeats record_at's and record_c's (see record_c: keep in step).
+// packing repeats record_at's and record_side_c's (keep in step).
 __device__ __forceinline__ unsigned long long pack_now(unsigned k, unsigned p) {
   unsigned long long r;
   asm volatile(
@@ -457,7 +426,7 @@ __device__ __forceinline__ void store_one(unsigned long long addr, unsigned long
 // store_pair stores two packed records at addr as record_pair does: one
 // 16-byte store when addr is 16-byte aligned and both fit below end,
 // otherwise each record that fits alone. The predicates repeat
-// record_pair's, which stays whole on purpose (see record_c); change both.
+// record_pair's, which stays whole on purpose (see record_side_c); change both.
 __device__ __forceinline__ void store_pair(unsigned long long addr, unsigned end,
                                            unsigned long long r1,
                                            unsigned long long r2) {
