@@ -3,10 +3,11 @@ package trace_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/iket-trace/iket/internal/bundled"
 	"github.com/iket-trace/iket/internal/emu"
 	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/trace"
@@ -67,18 +68,34 @@ func TestChecksums(t *testing.T) {
 	})
 }
 
-func TestBundledUnchecked(t *testing.T) {
-	for _, name := range []string{bundled.WarpRolesName, bundled.GEMMName, bundled.PipelineName} {
-		b, err := bundled.Capture(name)
+// TestOlderCaptures: H200 captures of earlier formats (file version 2,
+// without checksums; record formats 1 and 2, kept in testdata/older from
+// the bundled set they were until format 3) still read and validate
+// strictly, with every event of their warps.
+func TestOlderCaptures(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		format        int
+		warps, events uint64
+	}{
+		{"warp_roles_format1.iket", 1, 2112, 12672},
+		{"gemm_format2.iket", 2, 384, 10400},
+		{"pipeline_format1.iket", 1, 660, 11220},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "older", tt.name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		c, err := emu.Read(b)
 		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+			t.Fatalf("%s: %v", tt.name, err)
 		}
-		if c.Checked() {
-			t.Errorf("%s: Checked, want an unchecked older capture (file version %d)", name, c.FileVersion())
+		if c.Checked() || c.Meta.Version != tt.format {
+			t.Errorf("%s: checked %v, record format %d; want an unchecked capture of format %d", tt.name, c.Checked(), c.Meta.Version, tt.format)
+		}
+		s, err := trace.Validate(c.Launch(0), trace.Options{Strict: true})
+		if err != nil || s.Warps != tt.warps || s.Stored != tt.events || s.Dropped != 0 {
+			t.Errorf("%s: %d warps, %d events, %d dropped, %v; want %d, %d, 0, no error", tt.name, s.Warps, s.Stored, s.Dropped, err, tt.warps, tt.events)
 		}
 	}
 }
