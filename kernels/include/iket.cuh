@@ -215,30 +215,37 @@ __device__ __forceinline__ unsigned long long clock64v() {
 // is not recording. Such a lane stores while sc >= first and steps sc down
 // by 8, not below floor. Branch-free: the active mask (VOTE), one LOP3 and
 // one ISETP, a store and a step, both predicated off in lane 0's events.
+// The PTX both share: the declarations and lane 0's bound (head); lane 0's
+// store, the side writer's test, store and step (tail). Operands: %0 sc,
+// %1 addr, %2 end, %3 k, %4 p, %5 lt1, %6 first, %7 floor; c is the record.
+#define IKET__SIDE_HEAD                                                      \
+  "{\n\t.reg .pred q, w, s;\n\t.reg .b64 c, a;\n\t"                        \
+  ".reg .b32 al, ah, l, h, m, d;\n\t"                                        \
+  "mov.b64 {al, ah}, %1;\n\t"                                                \
+  "setp.lt.u32 q, al, %2;\n\t"
+#define IKET__SIDE_TAIL                                                      \
+  "@q st.global.u64 [%1], c;\n\t"                                            \
+  "activemask.b32 m;\n\t"                                                    \
+  "and.b32 m, m, %5;\n\t"                                                    \
+  "setp.eq.u32 w, m, 0;\n\t"                                                 \
+  "setp.ge.and.u32 s, %0, %6, w;\n\t"                                        \
+  "mov.b64 a, {%0, ah};\n\t"                                                 \
+  "@s st.global.u64 [a], c;\n\t"                                             \
+  "sub.u32 d, %0, 8;\n\t"                                                    \
+  "max.u32 d, d, %7;\n\t"                                                    \
+  "@w mov.b32 %0, d;\n\t}"
 __device__ __forceinline__ void record_side(unsigned long long addr, unsigned end,
                                             unsigned k, unsigned p, unsigned lt1,
                                             unsigned& sc, unsigned first,
                                             unsigned floor) {
   asm volatile(
-      "{\n\t.reg .pred q, w, s;\n\t.reg .b64 c, a;\n\t"
-      ".reg .b32 al, ah, l, h, m, d;\n\t"
-      "mov.b64 {al, ah}, %1;\n\t"
-      "setp.lt.u32 q, al, %2;\n\t"
+      IKET__SIDE_HEAD
       "mov.u64 c, %%clock64;\n\t"
       "mov.b64 {l, h}, c;\n\t"
       "add.u32 h, h, %3;\n\t"
       "add.u32 h, h, %4;\n\t"
       "mov.b64 c, {l, h};\n\t"
-      "@q st.global.u64 [%1], c;\n\t"
-      "activemask.b32 m;\n\t"
-      "and.b32 m, m, %5;\n\t"
-      "setp.eq.u32 w, m, 0;\n\t"
-      "setp.ge.and.u32 s, %0, %6, w;\n\t"
-      "mov.b64 a, {%0, ah};\n\t"
-      "@s st.global.u64 [a], c;\n\t"
-      "sub.u32 d, %0, 8;\n\t"
-      "max.u32 d, d, %7;\n\t"
-      "@w mov.b32 %0, d;\n\t}"
+      IKET__SIDE_TAIL
       : "+r"(sc)
       : "l"(addr), "r"(end), "r"(k), "r"(p), "r"(lt1), "r"(first), "r"(floor)
       : "memory");
@@ -246,36 +253,26 @@ __device__ __forceinline__ void record_side(unsigned long long addr, unsigned en
 // record_side_c is record_side with a clock read earlier (Warp::stamp).
 // record_side reads its clock inside its own asm statement on purpose: fed
 // by a separate clock read, the same record compiles to as many
-// instructions but issues more slowly. Keep the two in step.
+// instructions but issues more slowly.
 __device__ __forceinline__ void record_side_c(unsigned long long addr, unsigned end,
                                               unsigned k, unsigned p, unsigned lt1,
                                               unsigned& sc, unsigned first,
                                               unsigned floor,
                                               unsigned long long clk) {
   asm volatile(
-      "{\n\t.reg .pred q, w, s;\n\t.reg .b64 c, a;\n\t"
-      ".reg .b32 al, ah, l, h, m, d;\n\t"
-      "mov.b64 {al, ah}, %1;\n\t"
-      "setp.lt.u32 q, al, %2;\n\t"
+      IKET__SIDE_HEAD
       "mov.b64 {l, h}, %8;\n\t"
       "add.u32 h, h, %3;\n\t"
       "add.u32 h, h, %4;\n\t"
       "mov.b64 c, {l, h};\n\t"
-      "@q st.global.u64 [%1], c;\n\t"
-      "activemask.b32 m;\n\t"
-      "and.b32 m, m, %5;\n\t"
-      "setp.eq.u32 w, m, 0;\n\t"
-      "setp.ge.and.u32 s, %0, %6, w;\n\t"
-      "mov.b64 a, {%0, ah};\n\t"
-      "@s st.global.u64 [a], c;\n\t"
-      "sub.u32 d, %0, 8;\n\t"
-      "max.u32 d, d, %7;\n\t"
-      "@w mov.b32 %0, d;\n\t}"
+      IKET__SIDE_TAIL
       : "+r"(sc)
       : "l"(addr), "r"(end), "r"(k), "r"(p), "r"(lt1), "r"(first), "r"(floor),
         "l"(clk)
       : "memory");
 }
+#undef IKET__SIDE_HEAD
+#undef IKET__SIDE_TAIL
 // record_pair stores two records at addr: the first with the clock clk read
 // earlier, the second with the clock now. One 16-byte store when addr is
 // 16-byte aligned and both fit below end; otherwise each record that fits
