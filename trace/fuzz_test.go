@@ -87,15 +87,19 @@ func FuzzDecode(f *testing.F) {
 const fuzzCapacity = 8
 
 // decodeCapture wraps warp buffers in a capture: data[0] bit 0 selects wrap
-// mode, bit 1 record format version 1 (else 2).
+// mode, bit 1 record format version 1, else bit 2 version 3 (side events in
+// the tail word), else version 2.
 func decodeCapture(data []byte) (*trace.Capture, error) {
 	mode, version := trace.ModeStop, 2
 	if len(data) > 0 {
 		if data[0]&1 == 1 {
 			mode = trace.ModeWrap
 		}
-		if data[0]&2 == 2 {
+		switch {
+		case data[0]&2 == 2:
 			version = 1
+		case data[0]&4 == 4:
+			version = 3
 		}
 		data = data[1:]
 	}
@@ -116,7 +120,7 @@ func decodeCapture(data []byte) (*trace.Capture, error) {
 // decodeSeeds are the warp buffers of small emulated launches.
 func decodeSeeds(tb testing.TB) [][]byte {
 	var seeds [][]byte
-	for _, version := range []int{2, 1} {
+	for _, version := range []int{2, 1, 3} {
 		for _, mode := range []trace.Mode{trace.ModeStop, trace.ModeWrap} {
 			l := &emu.Launch{Kernel: "fuzz", Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{32, 1, 1}, Capacity: fuzzCapacity,
 				Mode: mode, Names: emu.MustNames("RANGE a", "RANGE b", "MARK m", "ROLE r"), Version: version}
@@ -136,7 +140,11 @@ func decodeSeeds(tb testing.TB) [][]byte {
 			for i := 0; i < 12; i++ {
 				x.Push("a", uint16(i), 1e9+uint64(i)*10).Pop(1e9 + 5 + uint64(i)*10)
 			}
-			x.LanesDiverged, x.SaturateAt = true, 10
+			x.LanesDiverged, x.SaturateAt = version < 3, 10
+			if version == 3 {
+				// Side events: two of warp 1's pairs recorded without lane 0.
+				w.Side = []int{3, 4, 9, 10}
+			}
 			data, err := l.Capture()
 			if err != nil {
 				tb.Fatal(err)
@@ -150,8 +158,11 @@ func decodeSeeds(tb testing.TB) [][]byte {
 			if mode == trace.ModeWrap {
 				sel = 1
 			}
-			if version == 1 {
+			switch version {
+			case 1:
 				sel |= 2
+			case 3:
+				sel |= 4
 			}
 			seeds = append(seeds, append([]byte{sel}, data[lm.Offset:lm.Offset+lm.Size()]...))
 		}

@@ -155,6 +155,11 @@ func hostileInputs(t *testing.T) map[string][]byte {
 	bad[m[0].Stride()] = 0x42
 	_, meta2, _, m2 := hostileBase(t)
 	in["bad-warp-header.iket"] = sealed(meta2, bad, m2)
+	// A warp whose tail word (format 3: side events and their lanes) says
+	// 7 lanes stored none, with good checksums.
+	tail := bytes.Clone(data)
+	tail[m[0].Stride()+raw.WarpHeaderSize+raw.RecordSize*int64(m[0].Capacity)+4] = 7
+	in["bad-tail-word.iket"] = sealed(meta2, tail, m2)
 	// Names that would drive a terminal.
 	l, err := emu.ProducerConsumer(emu.PCConfig{CTAs: 1, Stages: 1, Capacity: 16})
 	if err != nil {
