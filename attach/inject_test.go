@@ -367,6 +367,31 @@ func TestInject(t *testing.T) {
 			},
 		},
 		{
+			// testdata/warp_roles_plain_sm90.cubin: nvcc -cubin -arch=sm_90 -O3
+			// -std=c++17 -Ikernels/include kernels/examples/warp_roles.cu
+			// (CUDA 11.8, without IKET_ENABLE).
+			name: "a kernel name two loaded cubins count differently has no SASS count",
+			args: []string{"--kernel", "warp_roles", "pc", "--cubin", absPath(t, "../iket/testdata/warp_roles_sm90.cubin"),
+				"--decoy-cubin", absPath(t, "testdata/warp_roles_plain_sm90.cubin")},
+			check: func(t *testing.T, r *Result) {
+				tr := one(t, r).Traced()
+				if len(tr) != 1 || tr[0].Info.Resources.SASSInstructions != 0 {
+					t.Errorf("traced %d launches, resources %+v; want no SASS count (the decoy module's warp_roles differs)", len(tr), tr)
+				}
+			},
+		},
+		{
+			name: "the same cubin loaded twice keeps its SASS count",
+			args: []string{"--kernel", "warp_roles", "pc", "--cubin", absPath(t, "../iket/testdata/warp_roles_sm90.cubin"),
+				"--decoy-cubin", absPath(t, "../iket/testdata/warp_roles_sm90.cubin")},
+			check: func(t *testing.T, r *Result) {
+				tr := one(t, r).Traced()
+				if len(tr) != 1 || tr[0].Info.Resources.SASSInstructions != 280 {
+					t.Errorf("traced %d launches, resources %+v; want warp_roles' 280 instructions", len(tr), tr)
+				}
+			},
+		},
+		{
 			name: "a program that crashes after its traced launch keeps it",
 			args: []string{"--launches", "2", "--crash"},
 			check: func(t *testing.T, r *Result) {

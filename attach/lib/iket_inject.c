@@ -670,10 +670,14 @@ static void forget(CUcontext ctx) {
 }
 
 /* SASS instruction counts by kernel name, from each loaded module's cubin
- * (its .text.NAME sections, 16 bytes an instruction). */
+ * (its .text.NAME sections, 16 bytes an instruction). CUPTI names a loaded
+ * module's cubin but not its handle, so a name that two loaded cubins give
+ * different counts is ambiguous: it has no count (reported as unknown)
+ * rather than the last module's. */
 typedef struct sass {
   struct sass *next;
   unsigned long long n;
+  int ambiguous;
   char name[];
 } sass;
 static sass *sasses[FN_BUCKETS];
@@ -712,19 +716,23 @@ static void read_cubin(const unsigned char *img, size_t n) {
     unsigned hh = name_hash(k);
     sass *e = sasses[hh];
     while (e && strcmp(e->name, k) != 0) e = e->next;
+    unsigned long long count = rd(h + 0x20, 8) / 16;
     if (e == NULL) {
       if ((e = malloc(sizeof *e + strlen(k) + 1)) == NULL) return;
       strcpy(e->name, k);
+      e->ambiguous = 0;
       e->next = sasses[hh];
       sasses[hh] = e;
+    } else if (e->n != count) {
+      e->ambiguous = 1;
     }
-    e->n = rd(h + 0x20, 8) / 16;
+    e->n = count;
   }
 }
 
 static unsigned long long sass_count(const char *name) {
   for (sass *e = sasses[name_hash(name)]; e; e = e->next)
-    if (strcmp(e->name, name) == 0) return e->n;
+    if (strcmp(e->name, name) == 0) return e->ambiguous ? 0 : e->n;
   return 0;
 }
 

@@ -31,7 +31,7 @@
 static struct {
   int launches, nkernels, uninstrumented, ex, coop, ptsz, graph, fork, exit_code, crash, print;
   int wrap, version, ctx_create, nonblocking, capture_mode, capture_ptsz, capture_other;
-  const char *cubin;
+  const char *cubin, *decoy;
   unsigned grid, block;
   const char *names;
   const char *kernel[MAX_KERNELS], *behaviour[MAX_KERNELS];
@@ -46,6 +46,7 @@ static void usage(void) {
           "  [--ex | --coop] [--ptsz] [--grid X] [--block N] [--graph] [--fork N] [--exit CODE]\n"
           "  [--crash] [--print] [--wrap] [--version V] [--names ESCAPED] [--ctx-create]\n"
           "  [--nonblocking] [--capture-mode global|thread|relaxed] [--capture-ptsz] [--capture-other]\n"
+          "  [--cubin PATH] [--decoy-cubin PATH]\n"
           "BEHAVIOUR: pc unpaired hang fault plain\n");
   exit(2);
 }
@@ -69,6 +70,7 @@ static void parse(int argc, char **argv) {
     else if (!strcmp(a, "--capture-ptsz")) opt.capture_ptsz = 1;
     else if (!strcmp(a, "--capture-other")) opt.capture_other = 1;
     else if (!strcmp(a, "--cubin") && i + 1 < argc) opt.cubin = argv[++i];
+    else if (!strcmp(a, "--decoy-cubin") && i + 1 < argc) opt.decoy = argv[++i];
     else if (!strcmp(a, "--ex")) opt.ex = 1;
     else if (!strcmp(a, "--coop")) opt.coop = 1;
     else if (!strcmp(a, "--ptsz")) opt.ptsz = 1;
@@ -154,6 +156,17 @@ static void run(void) {
   CHECK(cuModuleLoadData(&mod, image));
   CUfunction fn[MAX_KERNELS];
   for (int k = 0; k < opt.nkernels; k++) CHECK(cuModuleGetFunction(&fn[k], mod, opt.kernel[k]));
+  /* --decoy-cubin: another module loaded after, uninstrumented, whose cubin
+   * has kernels of the same names; its functions are never launched. */
+  CUmodule decoy = NULL;
+  if (opt.decoy) {
+    char d[1024];
+    int w = snprintf(d, sizeof d, "FAKEMOD 1\nnames -\nbuild 0\nversion %d\ncubin %s\n", opt.version, opt.decoy);
+    for (int k = 0; k < opt.nkernels && w < (int)sizeof d; k++)
+      w += snprintf(d + w, sizeof d - (size_t)w, "kernel %s pc\n", opt.kernel[k]);
+    if (w >= (int)sizeof d) usage();
+    CHECK(cuModuleLoadData(&decoy, d));
+  }
   CUdeviceptr in, out;
   CHECK(cuMemAlloc_v2(&in, 4096));
   CHECK(cuMemAlloc_v2(&out, 4096));
@@ -209,6 +222,7 @@ static void run(void) {
   CHECK(cuMemFree_v2(in));
   CHECK(cuMemFree_v2(out));
   CHECK(cuModuleUnload(mod));
+  if (decoy) CHECK(cuModuleUnload(decoy));
   if (opt.ctx_create) CHECK(cuCtxDestroy_v2(ctx));
   free(image);
 }
