@@ -42,9 +42,11 @@
 // lowest lanes (`if (lane == 5) ...; if (lane == 7) ...`), or ranges in two
 // branches that run at once, can collide: the decoder names the warp.
 //
-// For hot loops: tr.stamp() with range_next_pair stores two phase changes
-// at once, and iket::Batch keeps such pairs in registers (see there). The
-// layout written here is docs/FORMAT.md's; trace/ decodes it.
+// One advanced form, for hot loops where the plain calls cost too much:
+// stamped pairs. tr.stamp() takes the time where a phase changes and
+// range_next_pair / range_next_pop store two phase changes at once;
+// iket::Batch keeps such pairs in registers and stores 32 at a time (see
+// there). The layout written here is docs/FORMAT.md's; trace/ decodes it.
 #ifndef IKET_CUH
 #define IKET_CUH
 
@@ -688,7 +690,8 @@ class Warp {
     }
   }
   // sync_lanes does nothing: format 3 records any lane pattern (kept so
-  // that sources written for format 2 still build).
+  // that sources written for format 2 still build, with a warning).
+  [[deprecated("iket: format 3 records any lane pattern; sync_lanes() does nothing")]]
   __device__ __forceinline__ void sync_lanes() {}
 
  private:
@@ -963,6 +966,7 @@ class Warp {
                                                   unsigned short, unsigned = 0u) {}
   __device__ __forceinline__ void range_next_pop(Stamp, unsigned short, unsigned = 0u) {}
   __device__ __forceinline__ void set_role(unsigned short) {}
+  [[deprecated("iket: format 3 records any lane pattern; sync_lanes() does nothing")]]
   __device__ __forceinline__ void sync_lanes() {}
 };
 class Batch {
