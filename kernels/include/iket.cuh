@@ -497,9 +497,6 @@ class Warp {
       cap = s.capacity;
     }
     hdr_ = reinterpret_cast<WarpHeader*>(p);
-    // Zero (warp slots are 8-byte aligned), but not to ptxas, which then
-    // keeps the tag's add on the vector datapath (see Warp::emit).
-    z_ = static_cast<unsigned>(reinterpret_cast<unsigned long long>(p)) & 7u;
     const unsigned long long rec = reinterpret_cast<unsigned long long>(p + 64);
     hi_ = static_cast<unsigned>(rec >> 32);
     first_ = static_cast<unsigned>(rec);
@@ -706,7 +703,7 @@ class Warp {
   // active mask (VOTE), LOP3, ISETP, a store and a step of the side cursor,
   // both predicated off whenever lane 0 records. A payload that changes from
   // event to event adds its add (a VIADD), one of unknown range also its
-  // mask. z_ is zero at run time: without a per-lane term, ptxas moves the
+  // mask. z() is zero at run time: without a per-lane term, ptxas moves the
   // add of a warp-uniform payload (a stage index) to the uniform datapath
   // and the clock there and back, four moves more. No fence, no branch, no
   // warp-wide step. A wrap build masks a byte offset instead of comparing,
@@ -788,12 +785,16 @@ class Warp {
 #endif
   }
   // tag is a record's kind and name in place (format 2, docs/FORMAT.md);
-  // addend is the payload's part, plus z_ (see emit's comment).
+  // addend is the payload's part, plus z() (see emit's comment).
   static __device__ __forceinline__ unsigned tag(unsigned kind, unsigned short name) {
     return (kind << 29) | (static_cast<unsigned>(name) << 16);
   }
+  // z is 0 in a launch with buffers (bit 31 of %lanemask_lt | 1 is clear in
+  // every lane), 1 without (nothing is stored then), and a per-lane value
+  // to ptxas, which then keeps the tag's add on the vector datapath.
+  __device__ __forceinline__ unsigned z() const { return lt1_ >> 31; }
   __device__ __forceinline__ unsigned addend(unsigned payload) const {
-    return (payload & 0xffffu) + z_;
+    return (payload & 0xffffu) + z();
   }
 
   WarpHeader* hdr_;
@@ -807,7 +808,6 @@ class Warp {
 #endif
   unsigned lt1_;  // %lanemask_lt | 1 (all ones without buffers): side writer test
   unsigned sc_;   // stop: low word of the next side record's address; wrap: side events
-  unsigned z_;  // 0, from the slot's address (a per-lane value to ptxas)
   unsigned pos_;  // stop: low word of the next record's address; wrap: bytes
 };
 
