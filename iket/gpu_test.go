@@ -1055,6 +1055,73 @@ func TestGPUExitRecord(t *testing.T) {
 	}
 }
 
+// barrierSource: warp 0 spins for spin cycles inside a range; then every
+// warp waits at __syncthreads inside a range. Mode 1 waits at a
+// cuda::barrier-like named barrier written in asm instead (bar.sync 1),
+// which orders with events through volatile asm alone.
+const barrierSource = `#include "iket.cuh"
+#define BARRIER_NAMES(X) X(RANGE, busy) X(RANGE, wait)
+IKET_NAMES(BARRIER_NAMES)
+extern "C" __global__ void barrier_order(long long spin, int mode) {
+  iket::Warp tr;
+  if (threadIdx.x / 32 == 0) {
+    tr.range_push(iket_id::busy);
+    const long long t0 = clock64();
+    while (clock64() - t0 < spin) {
+    }
+    tr.range_pop();
+  }
+  tr.range_push(iket_id::wait);
+  if (mode == 0) __syncthreads();
+  else asm volatile("bar.sync 1, %0;" ::"r"(blockDim.x) : "memory");
+  tr.range_pop();
+}
+`
+
+// TestGPUBarrierOrder: an event after a barrier is recorded after the
+// barrier completes: warp 1's wait lasts about as long as warp 0's spin,
+// which the barrier makes it wait for. Without the events' memory clobber a
+// CUDA 13.0 build took the pop's clock before __syncthreads.
+func TestGPUBarrierOrder(t *testing.T) {
+	d := openGPU(t)
+	m, err := d.Compile(iket.Source{Path: "barrier.cu", Kind: iket.KindCU, Data: []byte(barrierSource)}, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cfg := iket.LaunchConfig{Kernel: "barrier_order", Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{64, 1, 1}}
+	const spin, busy, wait = 200_000, 1, 2
+	for _, mode := range []int32{0, 1} {
+		t.Run(map[int32]string{0: "__syncthreads", 1: "bar.sync in asm"}[mode], func(t *testing.T) {
+			res, err := m.Trace(cfg, []iket.Arg{iket.I64(spin), iket.I32(mode)}, iket.TraceOptions{Capacity: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dec, err := trace.NewDecoder(captureOf(t, res).Launch(0), trace.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w trace.Warp
+			checked := 0
+			for dec.Next(&w) == nil {
+				if w.Warp != 1 {
+					continue
+				}
+				checked++
+				if len(w.Events) != 2 || w.Events[0].Name() != wait || w.Events[1].Kind() != trace.KindPop {
+					t.Fatalf("slot %d: events %v, want wait's push and pop", w.Slot, w.Events)
+				}
+				if got := w.Events[1].Cycles() - w.Events[0].Cycles(); got < spin*9/10 {
+					t.Errorf("slot %d: wait recorded as %d cycles, want at least %d (warp 0 spun %d before the barrier)", w.Slot, got, spin*9/10, spin)
+				}
+			}
+			if checked != int(cfg.Grid[0]) {
+				t.Errorf("checked %d warps, want %d", checked, cfg.Grid[0])
+			}
+		})
+	}
+}
+
 // TestGPULanes checks that every lane pattern records exactly on the device:
 // each warp's decoded events are the kernel's, in program order (both
 // branches of an if/else in either order), strict validation passes, and
