@@ -52,3 +52,44 @@ func TestExportLeavesOutDivergedWarps(t *testing.T) {
 		t.Errorf("%d problems naming warp 0, warp tracks %q; want 1 and the two consumers'", leftOut, warps)
 	}
 }
+
+// TestExportLeavesOutSideLanes: a format-3 warp whose side events two lanes
+// stored (their records may overwrite each other) gets no track and is
+// named among the launch's problems, with the reason.
+func TestExportLeavesOutSideLanes(t *testing.T) {
+	l := &emu.Launch{Kernel: "k", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{64, 1, 1}, Capacity: 16,
+		Names: emu.MustNames("ROLE consumer", "RANGE load")}
+	two := l.Warp([3]uint32{}, 0).Role("consumer", 1000).Push("load", 0, 1100).Pop(1200).Push("load", 1, 1300).Pop(1400)
+	two.Side, two.SideLanes = []int{1, 2, 3, 4}, 2
+	l.Warp([3]uint32{}, 1).Role("consumer", 1000).Push("load", 0, 1100).Pop(1200)
+	raw, err := l.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := trace.Read(bytes.NewReader(raw), int64(len(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := ExportCapture(&out, c, Options{}); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	m := resolve(t, readPackets(t, out.Bytes()))
+	leftOut := 0
+	for _, evs := range m.events {
+		for _, e := range evs {
+			if d, _ := e.args["detail"].(string); e.name == "problem" && strings.Contains(d, "warp 0 (sm 0, cta 0,0,0, warp 0) left out: 2 lanes stored side events") {
+				leftOut++
+			}
+		}
+	}
+	warps := 0
+	for _, td := range m.tracks {
+		if strings.HasPrefix(td.GetName(), "warp ") {
+			warps++
+		}
+	}
+	if leftOut != 1 || warps != 1 {
+		t.Errorf("%d problems naming warp 0, %d warp tracks; want 1 and 1", leftOut, warps)
+	}
+}

@@ -40,13 +40,12 @@ func exportLaunch(w *Writer, l *trace.Launch, index int, notes []string) error {
 	if err := w.BeginLaunch(&l.Capture().Meta, index, l.Meta, info); err != nil {
 		return fmt.Errorf("export launch %d (%s): %w", l.Index, l.Meta.Kernel, err)
 	}
-	// A warp whose lanes recorded different numbers of events may have had
-	// records overwritten: it gets no track, and the launch says why (as
-	// the statistics leave it out).
+	// A warp whose records may have been overwritten gets no track, and
+	// the launch says why (as the statistics leave it out).
 	add := func(wp *trace.Warp) error {
-		if wp.LanesDiverged {
-			w.AddProblem(fmt.Sprintf("warp %d (sm %d, cta %d,%d,%d, warp %d) left out: its lanes recorded different numbers of events, so records may be overwritten",
-				wp.Slot, wp.SM, wp.CTA[0], wp.CTA[1], wp.CTA[2], wp.Warp))
+		if why := wp.Overwritten(); why != "" {
+			w.AddProblem(fmt.Sprintf("warp %d (sm %d, cta %d,%d,%d, warp %d) left out: %s, so records may be overwritten",
+				wp.Slot, wp.SM, wp.CTA[0], wp.CTA[1], wp.CTA[2], wp.Warp, why))
 			return nil
 		}
 		wp.Launch = index

@@ -63,9 +63,9 @@ func Analyze(ctx context.Context, l *Launch, opt Options, also ...func(w *Warp))
 		if n := min(len(w.Violations), MaxAnalysisViolations-len(a.Violations)); n > 0 {
 			a.Violations = append(a.Violations, w.Violations[:n]...)
 		}
-		if w.LanesDiverged {
-			exclude(fmt.Sprintf("launch %d warp %d (sm %d, cta %d,%d,%d, warp %d): lanes recorded different numbers of events, so records may be overwritten",
-				w.Launch, w.Slot, w.SM, w.CTA[0], w.CTA[1], w.CTA[2], w.Warp))
+		if why := w.Overwritten(); why != "" {
+			exclude(fmt.Sprintf("launch %d warp %d (sm %d, cta %d,%d,%d, warp %d): %s, so records may be overwritten",
+				w.Launch, w.Slot, w.SM, w.CTA[0], w.CTA[1], w.CTA[2], w.Warp, why))
 			return nil
 		}
 		a.Analyzer.Add(w)

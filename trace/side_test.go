@@ -1,6 +1,7 @@
 package trace_test
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"strings"
@@ -219,6 +220,26 @@ func TestSideTailDamaged(t *testing.T) {
 		}
 		if !errors.As(err, &we) || we.Slot != 0 || !strings.Contains(we.Msg, "tail word") {
 			t.Errorf("format 3: %v, want a WarpError naming slot 0's tail word", err)
+		}
+	}
+}
+
+// TestSideLanesExcluded: the analysis leaves out a warp whose side events
+// two lanes stored, saying why, and keeps one whose side events one lane
+// stored.
+func TestSideLanesExcluded(t *testing.T) {
+	for _, lanes := range []uint32{1, 2} {
+		l := sideLaunch(32, trace.ModeStop, false, lanes)
+		a, err := trace.Analyze(context.Background(), emu.MustRead(t, l).Launch(0), trace.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if lanes > 1 {
+			want = 1
+		}
+		if a.NumExcluded != want || (want == 1 && !strings.Contains(a.Excluded[0], "2 lanes stored side events")) {
+			t.Errorf("%d side lanes: excluded %d %q, want %d", lanes, a.NumExcluded, a.Excluded, want)
 		}
 	}
 }

@@ -113,7 +113,8 @@ type Warp struct {
 	// SideLanes is how many lanes stored side events (format 3). Each
 	// lane's go downward from the last record with a cursor of its own, so
 	// with more than one, records may have overwritten each other: strict
-	// decoding then reports a [DivergedLanes] violation.
+	// decoding then reports a [DivergedLanes] violation, and
+	// [Warp.Overwritten] says so.
 	SideLanes uint32
 	// LanesDiverged (format 1 and 2 captures): lanes of the warp that left the kernel together had
 	// recorded different numbers of events (header flag bit 2), so some
@@ -202,6 +203,20 @@ type Violation struct {
 
 // Equal reports whether e and o are the same event (all fields equal); it
 // also lets go-cmp compare values holding Events.
+// Overwritten says why some of the warp's records may have been written
+// over by others, or is empty: its lanes disagreed (formats 1 and 2,
+// [Warp.LanesDiverged]) or several lanes stored side events (format 3,
+// [Warp.SideLanes]). Statistics and exports leave such a warp out.
+func (w *Warp) Overwritten() string {
+	switch {
+	case w.LanesDiverged:
+		return "lanes recorded different numbers of events"
+	case w.SideLanes > 1:
+		return fmt.Sprintf("%d lanes stored side events (events without lane 0)", w.SideLanes)
+	}
+	return ""
+}
+
 func (e Event) Equal(o Event) bool { return e == o }
 
 // String formats the event for debugging and test output.
