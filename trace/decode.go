@@ -38,10 +38,13 @@ type Summary struct {
 	Trimmed   uint64 `json:"trimmed"` // stored events left out by Options.TrimCommonWindow
 	Ranges    uint64 `json:"ranges"`
 	Marks     uint64 `json:"marks"`
-	// LanesDiverged counts the warps whose lanes recorded different
-	// numbers of events ([Warp.LanesDiverged]): their records may have
-	// been overwritten.
+	// LanesDiverged counts the warps whose records may have been
+	// overwritten ([Warp.Overwritten]: lanes that recorded different
+	// numbers of events, or side events of several lanes).
 	LanesDiverged uint64 `json:"lanes_diverged"`
+	// Side counts the events recorded without lane 0 ([Warp.Side]), which
+	// take the side writer's path.
+	Side uint64 `json:"side,omitempty"`
 	// CountSaturated counts the warps whose event counter saturated
 	// ([Warp.CountSaturated]); when it is not 0, Attempted and Dropped are
 	// lower bounds.
@@ -533,6 +536,7 @@ func (d *Decoder) Next(w *Warp) error {
 	d.sum.Attempted += w.Count
 	d.sum.Dropped += w.Dropped
 	d.sum.Trimmed += uint64(w.Trimmed)
+	d.sum.Side += w.Side
 	if w.LanesDiverged || w.SideLanes > 1 {
 		d.sum.LanesDiverged++
 	}

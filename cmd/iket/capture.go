@@ -78,15 +78,18 @@ func writeExcluded(w io.Writer, a *trace.Analysis) {
 }
 
 // droppedText says how many events were dropped, "at least" when a warp's
-// count saturated, and names the warps whose records cannot be trusted
-// (lanes that disagreed, saturated counts): empty for neither.
+// count saturated, how many were recorded without lane 0, and names the
+// warps whose records cannot be trusted (records maybe overwritten).
 func droppedText(s trace.Summary) string {
 	out := fmt.Sprintf("%d dropped", s.Dropped)
 	if s.CountSaturated > 0 {
 		out = fmt.Sprintf("at least %d dropped (%d warps' counts saturated)", s.Dropped, s.CountSaturated)
 	}
+	if s.Side > 0 {
+		out += fmt.Sprintf(", %d recorded without lane 0 (stored apart and merged by time)", s.Side)
+	}
 	if s.LanesDiverged > 0 {
-		out += fmt.Sprintf(", %d warps whose lanes recorded different numbers of events (a capture of record format 2 or older: records may be overwritten)", s.LanesDiverged)
+		out += fmt.Sprintf(", %d warps whose records may be overwritten (lanes that disagreed, or side events of several lanes; iket validate names them)", s.LanesDiverged)
 	}
 	return out
 }
