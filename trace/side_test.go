@@ -155,7 +155,10 @@ func TestSideEvents(t *testing.T) {
 					w.Count, w.Dropped, w.Side, w.SideDropped, w.Beyond, w.CountSaturated,
 					wantCount, tt.dropped, side, tt.sideDropped, tt.beyond, tt.saturated)
 			}
-			_, err = trace.Validate(c.Launch(0), trace.Options{Strict: true})
+			sum, err := trace.Validate(c.Launch(0), trace.Options{Strict: true})
+			if sum.Side != side {
+				t.Errorf("summary: %d side events, want %d", sum.Side, side)
+			}
 			switch {
 			case tt.strict == "" && err != nil:
 				t.Errorf("strict validation: %v", err)
