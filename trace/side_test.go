@@ -116,6 +116,9 @@ func TestSideEvents(t *testing.T) {
 		{name: "hung", capa: 32, unfinished: true, keep: mainOnly(), side: 0, beyond: sides, strict: "5 more records lie after the first unwritten slot"},
 		{name: "wrap keeps no side event", capa: 16, mode: trace.ModeWrap, keep: mainOnly(), side: all, dropped: uint64(sides), sideDropped: uint64(sides),
 			strict: "recorded while lane 0 was inactive, which a wrap build does not store"},
+		// Lane 0's newest 4 events remain; the side count stops at 5.
+		{name: "wrap side count saturated", capa: 4, mode: trace.ModeWrap, keep: []int{7, 8, 9, 12}, side: 5, dropped: 4 + 5, sideDropped: 5,
+			saturated: true, strict: "at least 9 of at least 13 events dropped"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -556,7 +556,7 @@ class Warp {
     {
       const unsigned cap = iket_state.capacity;
 #if IKET__BUILD_WRAP
-      const unsigned ns = sc_;
+      const unsigned ns = min(sc_, cap + 1u);  // at most capacity + 1, as in stop mode
 #else
       const unsigned ns = (first_ + 8u * (cap - 1u) - sc_) >> 3;
 #endif
