@@ -699,12 +699,20 @@ func (d *Decoder) decodeEvents(w *Warp, h *raw.WarpHeader, fit *ClockFit) ([]byt
 			d.violate(w, UnorderedRecords, -1, "", fmt.Sprintf(
 				"wrap-mode warp did not finish and its ring of %d records is full: without the count the oldest record is unknown, so no event can be ordered or timed; none decoded", capa))
 			b = b[:0]
+		} else if k := d.hungSide(b, n, span); k > 0 {
+			// Format 3: the warp wrote no tail word, but records run down
+			// from the last slot, apart from lane 0's: its side events.
+			w.Beyond -= k
+			w.Side = uint64(k)
+			b = d.merge(b[:n*raw.RecordSize], b[(int(capa)-k)*raw.RecordSize:int(capa)*raw.RecordSize], h.StartClock)
 		} else {
 			b = b[:n*raw.RecordSize]
 		}
 		w.Count = uint64(len(b)/raw.RecordSize) + uint64(nSide)
 		w.Dropped = uint64(nSide)
-		w.Side, w.SideDropped = uint64(nSide), uint64(nSide)
+		if nSide > 0 || w.Side == 0 {
+			w.Side, w.SideDropped = uint64(nSide), uint64(nSide)
+		}
 	}
 	n := len(b) / raw.RecordSize
 	w.Stored = n

@@ -126,3 +126,24 @@ func (d *Decoder) merge(main, side []byte, start uint64) []byte {
 	}
 	return out
 }
+
+// hungSide returns how many of a stop-mode format-3 warp's records, read
+// whole into b (span records), are side events of a warp that did not
+// finish and so wrote no tail word: the run of written records down from
+// the last slot, when at least one unwritten slot separates it from lane
+// 0's n records. One lane's side events lie there contiguously; several
+// lanes' or an iket::Batch's holes reaching the last slot would read the
+// same, so this is the best reading, not a certain one. 0 when the buffer
+// was not read whole (larger than a scan chunk).
+func (d *Decoder) hungSide(b []byte, n int, span uint32) int {
+	capa := int(d.meta.Capacity)
+	if !d.side || d.wrap || int(span) != capa {
+		return 0
+	}
+	// Slot n is lane 0's first unwritten one: the run stops above it.
+	k := 0
+	for k < capa-n-1 && binary.LittleEndian.Uint64(b[(capa-1-k)*raw.RecordSize:]) != 0 {
+		k++
+	}
+	return k
+}

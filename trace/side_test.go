@@ -89,6 +89,7 @@ func TestSideEvents(t *testing.T) {
 		capa       uint32
 		mode       trace.Mode
 		unfinished bool
+		unstored   []int
 		sideLanes  uint32
 		// keep lists the script's events decoded, in order; dropped and
 		// sideDropped the counts.
@@ -112,8 +113,13 @@ func TestSideEvents(t *testing.T) {
 		// in slots 8 and 9 (events 3, 4) remain.
 		{name: "met in the middle", capa: 10, keep: []int{0, 1, 2, 3, 4, 5, 7}, side: all, dropped: 6, sideDropped: 3, strict: "6 of 13 events dropped"},
 		// The tail word is written at exit: a hung warp's side records are
-		// not decoded, only reported as records beyond lane 0's.
-		{name: "hung", capa: 32, unfinished: true, keep: mainOnly(), side: 0, beyond: sides, strict: "5 more records lie after the first unwritten slot"},
+		// read as the run down from the last slot.
+		{name: "hung", capa: 32, unfinished: true, keep: seq(0, n), side: all, strict: "did not finish"},
+		// A hole in lane 0's records (event 7 unstored, as a Batch's
+		// pending pair): its 3 records after the hole are beyond; the side
+		// run stays apart.
+		{name: "hung with a hole", capa: 32, unfinished: true, unstored: []int{7}, keep: []int{0, 1, 2, 3, 4, 5, 6, 10, 11}, side: all, beyond: 3,
+			strict: "3 more records lie after the first unwritten slot"},
 		{name: "wrap keeps no side event", capa: 16, mode: trace.ModeWrap, keep: mainOnly(), side: all, dropped: uint64(sides), sideDropped: uint64(sides),
 			strict: "recorded while lane 0 was inactive, which a wrap build does not store"},
 		// Lane 0's newest 4 events remain; the side count stops at 5.
@@ -123,6 +129,7 @@ func TestSideEvents(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := sideLaunch(tt.capa, tt.mode, tt.unfinished, tt.sideLanes)
+			l.Warp([3]uint32{0, 0, 0}, 0).Unstored = tt.unstored
 			c := emu.MustRead(t, l)
 			d, err := trace.NewDecoder(c.Launch(0), trace.Options{})
 			if err != nil {
@@ -149,8 +156,11 @@ func TestSideEvents(t *testing.T) {
 				side = uint64(sides)
 			}
 			wantCount := uint64(n-sides) + side
-			if tt.saturated {
+			switch {
+			case tt.saturated:
 				wantCount = uint64(n-sides) + uint64(tt.capa) + 1
+			case tt.unfinished: // no count: what was read
+				wantCount = uint64(len(tt.keep))
 			}
 			if w.Count != wantCount || w.Dropped != tt.dropped || w.Side != side || w.SideDropped != tt.sideDropped ||
 				w.Beyond != tt.beyond || w.CountSaturated != tt.saturated {
