@@ -638,9 +638,8 @@ func (d *Decoder) decodeEvents(w *Warp, h *raw.WarpHeader, fit *ClockFit) ([]byt
 			return nil, err
 		}
 		// More side events than the capacity: the count is a lower bound.
-		// Side events of several lanes shared their slots.
 		w.CountSaturated = w.CountSaturated || uint64(nSide) > uint64(capa)
-		w.SideLanes = sideLanes
+		w.SideLanes = sideLanes // more than 1: see Warp.Overwritten
 		if nSide > 0 && !d.wrap {
 			if b, err = d.mergeSide(w, h, nSide); err != nil {
 				return nil, err
