@@ -632,14 +632,24 @@ func (d *Decoder) decodeEvents(w *Warp, h *raw.WarpHeader, fit *ClockFit) ([]byt
 	var err *WarpError
 	backward := false
 	var nSide, sideLanes uint32
+	var whole []byte // a stop-mode slot's records and tail word, read at once
 	merged := false
 	if d.side {
-		if nSide, sideLanes, err = d.tailCount(w.Slot); err != nil {
+		if whole, err = d.readThroughTail(w.Slot, h); err != nil {
+			return nil, err
+		}
+		if nSide, sideLanes, err = d.tailCount(w.Slot, whole); err != nil {
 			return nil, err
 		}
 		// More side events than the capacity: the count is a lower bound.
 		w.CountSaturated = w.CountSaturated || uint64(nSide) > uint64(capa)
 		w.SideLanes = sideLanes // more than 1: see Warp.Overwritten
+		// Stop mode stores side events (mergeSide counts them); a wrap
+		// build only counts them, so all are dropped.
+		w.Side = uint64(nSide)
+		if d.wrap {
+			w.SideDropped = uint64(nSide)
+		}
 		if nSide > 0 && !d.wrap {
 			if b, err = d.mergeSide(w, h, nSide); err != nil {
 				return nil, err
@@ -649,6 +659,10 @@ func (d *Decoder) decodeEvents(w *Warp, h *raw.WarpHeader, fit *ClockFit) ([]byt
 	}
 	switch {
 	case merged:
+	case h.Finished() && whole != nil:
+		n := min(h.Count, capa)
+		b = whole[:int(n)*raw.RecordSize]
+		w.Count, w.Dropped = uint64(h.Count), uint64(h.Count-n)
 	case h.Finished():
 		var first, n uint32
 		first, n, backward = d.ringSpan(h)
@@ -664,9 +678,8 @@ func (d *Decoder) decodeEvents(w *Warp, h *raw.WarpHeader, fit *ClockFit) ([]byt
 		if b, err = d.readRing(w.Slot, first, n); err != nil {
 			return nil, err
 		}
-		w.Count = uint64(h.Count) + uint64(nSide)
-		w.Dropped = uint64(h.Count-n) + uint64(nSide) // wrap: side events are not stored
-		w.Side, w.SideDropped = uint64(nSide), uint64(nSide)
+		w.Count = uint64(h.Count) + uint64(nSide) // nSide: a wrap build's, not stored
+		w.Dropped = uint64(h.Count-n) + uint64(nSide)
 	default:
 		// Not finished: count was never written. Scan to the first
 		// unwritten slot (all zero; a written record is zero only in
@@ -681,7 +694,9 @@ func (d *Decoder) decodeEvents(w *Warp, h *raw.WarpHeader, fit *ClockFit) ([]byt
 			}
 			span = uint32(min(s.firstZero+1, int(capa)))
 		}
-		if b, err = d.readRing(w.Slot, 0, span); err != nil {
+		if whole != nil {
+			b = whole[:int(capa)*raw.RecordSize]
+		} else if b, err = d.readRing(w.Slot, 0, span); err != nil {
 			return nil, err
 		}
 		n := 0
@@ -707,11 +722,8 @@ func (d *Decoder) decodeEvents(w *Warp, h *raw.WarpHeader, fit *ClockFit) ([]byt
 		} else {
 			b = b[:n*raw.RecordSize]
 		}
-		w.Count = uint64(len(b)/raw.RecordSize) + uint64(nSide)
+		w.Count = uint64(len(b)/raw.RecordSize) + uint64(nSide) // nSide: a wrap build's, not stored
 		w.Dropped = uint64(nSide)
-		if nSide > 0 || w.Side == 0 {
-			w.Side, w.SideDropped = uint64(nSide), uint64(nSide)
-		}
 	}
 	n := len(b) / raw.RecordSize
 	w.Stored = n

@@ -14,13 +14,16 @@ import (
 // merges its count into the tail word (the 8 bytes after the last record):
 // the largest count in the low half, the number of such lanes in the high.
 
-// tailCount reads a format-3 warp slot's tail word: how many side events the
-// warp recorded (at most capacity + 1, which means more than the capacity)
-// and how many lanes stored them.
-func (d *Decoder) tailCount(slot uint64) (n, lanes uint32, err *WarpError) {
+// tailCount reads a format-3 warp slot's tail word, from whole (the slot's
+// records and tail word, [Decoder.readThroughTail]) when it is not nil:
+// how many side events the warp recorded (at most capacity + 1, which means
+// more than the capacity) and how many lanes stored them.
+func (d *Decoder) tailCount(slot uint64, whole []byte) (n, lanes uint32, err *WarpError) {
 	off := d.meta.Offset + int64(slot)*d.stride + raw.WarpHeaderSize + int64(d.meta.Capacity)*raw.RecordSize
 	t := d.tail[:]
-	if rerr := readAt(d.r, t, off); rerr != nil {
+	if whole != nil {
+		t = whole[len(whole)-raw.RecordSize:]
+	} else if rerr := readAt(d.r, t, off); rerr != nil {
 		return 0, 0, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read tail word", Err: rerr}
 	}
 	n, lanes = binary.LittleEndian.Uint32(t[:]), binary.LittleEndian.Uint32(t[4:])
@@ -30,6 +33,32 @@ func (d *Decoder) tailCount(slot uint64) (n, lanes uint32, err *WarpError) {
 			n, lanes, uint64(d.meta.Capacity)+1)}
 	}
 	return n, lanes, nil
+}
+
+// readThroughTail reads a stop-mode slot's records and its tail word in one
+// read into d.buf, where that reads little more than the warp's records
+// (a finished warp's stored ones, whole for one that did not finish; at
+// most a scan chunk): one read per warp instead of two. nil otherwise.
+func (d *Decoder) readThroughTail(slot uint64, h *raw.WarpHeader) ([]byte, *WarpError) {
+	capa := d.meta.Capacity
+	if d.wrap || capa > scanChunk {
+		return nil, nil
+	}
+	if h.Finished() {
+		if n := min(h.Count, capa); capa-n > max(n, 512) {
+			return nil, nil
+		}
+	}
+	size := (int(capa) + 1) * raw.RecordSize
+	if cap(d.buf) < size {
+		d.buf = make([]byte, size)
+	}
+	b := d.buf[:size]
+	off := d.meta.Offset + int64(slot)*d.stride + raw.WarpHeaderSize
+	if err := readAt(d.r, b, off); err != nil {
+		return nil, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read records", Err: err}
+	}
+	return b, nil
 }
 
 // mergeSide reads a stop-mode warp's lane-0 records and its nSide side
@@ -76,7 +105,7 @@ func (d *Decoder) mergeSide(w *Warp, h *raw.WarpHeader, nSide uint32) ([]byte, *
 		return nil, err
 	}
 	w.Count = nMain + uint64(nSide)
-	w.Side, w.SideDropped = uint64(nSide), uint64(nSide-keepSide)
+	w.SideDropped = uint64(nSide - keepSide)
 	w.Dropped = w.Count - uint64(keepMain) - uint64(keepSide)
 	return d.merge(mb, sb, h.StartClock), nil
 }

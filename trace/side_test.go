@@ -101,6 +101,8 @@ func TestSideEvents(t *testing.T) {
 		strict               string // "" means strict validation passes
 	}{
 		{name: "room for all", capa: 32, keep: seq(0, n), side: all},
+		// Far more room than records: the tail word is read apart.
+		{name: "room to spare", capa: 2048, keep: seq(0, n), side: all},
 		{name: "exactly full", capa: uint32(n), keep: seq(0, n), side: all},
 		{name: "two lanes stored side events", capa: 32, sideLanes: 2, keep: seq(0, n), side: all, strict: "2 lanes stored side events"},
 		// 8 lane-0 events and 5 side events in 4 slots: both wrote every
