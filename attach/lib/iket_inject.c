@@ -644,8 +644,9 @@ static void decide(fn *e) {
     }
   }
   if (mode == MODE_TIME || e->instrumented) ask(e, version, build, names, e->state_size);
-  if (e->selected && mode == MODE_TRACE && (e->state_size != STATE_SIZE || (version < 1 || version > 3)))
-    e->selected = 0; /* the iket process reports the header version */
+  /* The iket process refuses a header version it cannot read (and says
+   * so); the library only guards the layout of the state it writes. */
+  if (e->selected && mode == MODE_TRACE && e->state_size != STATE_SIZE) e->selected = 0;
   free(names);
   e->decided = 1;
 }
