@@ -357,14 +357,9 @@ func TestInject(t *testing.T) {
 			},
 		},
 		{
-			name: "the SASS instruction count from the loaded module's cubin",
-			args: []string{"--kernel", "warp_roles", "pc", "--cubin", absPath(t, "../iket/testdata/warp_roles_sm90.cubin")},
-			check: func(t *testing.T, r *Result) {
-				tr := one(t, r).Traced()
-				if len(tr) != 1 || tr[0].Info.Resources.SASSInstructions != 280 {
-					t.Errorf("traced %d launches, resources %+v; want warp_roles' 280 instructions", len(tr), tr)
-				}
-			},
+			name:  "the SASS instruction count from the loaded module's cubin",
+			args:  []string{"--kernel", "warp_roles", "pc", "--cubin", absPath(t, "../iket/testdata/warp_roles_sm90.cubin")},
+			check: sassIs(280),
 		},
 		{
 			// testdata/warp_roles_plain_sm90.cubin: nvcc -cubin -arch=sm_90 -O3
@@ -373,23 +368,13 @@ func TestInject(t *testing.T) {
 			name: "a kernel name two loaded cubins count differently has no SASS count",
 			args: []string{"--kernel", "warp_roles", "pc", "--cubin", absPath(t, "../iket/testdata/warp_roles_sm90.cubin"),
 				"--decoy-cubin", absPath(t, "testdata/warp_roles_plain_sm90.cubin")},
-			check: func(t *testing.T, r *Result) {
-				tr := one(t, r).Traced()
-				if len(tr) != 1 || tr[0].Info.Resources.SASSInstructions != 0 {
-					t.Errorf("traced %d launches, resources %+v; want no SASS count (the decoy module's warp_roles differs)", len(tr), tr)
-				}
-			},
+			check: sassIs(0), // the decoy module's warp_roles differs
 		},
 		{
 			name: "the same cubin loaded twice keeps its SASS count",
 			args: []string{"--kernel", "warp_roles", "pc", "--cubin", absPath(t, "../iket/testdata/warp_roles_sm90.cubin"),
 				"--decoy-cubin", absPath(t, "../iket/testdata/warp_roles_sm90.cubin")},
-			check: func(t *testing.T, r *Result) {
-				tr := one(t, r).Traced()
-				if len(tr) != 1 || tr[0].Info.Resources.SASSInstructions != 280 {
-					t.Errorf("traced %d launches, resources %+v; want warp_roles' 280 instructions", len(tr), tr)
-				}
-			},
+			check: sassIs(280),
 		},
 		{
 			name: "a program that crashes after its traced launch keeps it",
@@ -462,4 +447,15 @@ func hasNote(p *Process, code string) bool {
 		}
 	}
 	return false
+}
+
+// sassIs checks that one launch was traced and reported n SASS
+// instructions (0: no count).
+func sassIs(n int) func(*testing.T, *Result) {
+	return func(t *testing.T, r *Result) {
+		tr := one(t, r).Traced()
+		if len(tr) != 1 || tr[0].Info.Resources.SASSInstructions != n {
+			t.Errorf("traced %d launches, resources %+v; want one with %d SASS instructions", len(tr), tr, n)
+		}
+	}
 }
