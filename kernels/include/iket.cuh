@@ -502,9 +502,9 @@ class Warp {
     first_ = static_cast<unsigned>(rec);
     // Lane 0 stores the warp's events: in the other lanes the bound (stop)
     // or the switch (wrap) is off, so the hot path has no lane test.
-    const bool lane0 = (tid & 31u) == 0u;
     unsigned lt;
     asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
+    const bool lane0 = lt == 0u;  // no lane below it
     // Without buffers no lane is ever the side writer.
     lt1_ = s.base == 0ull ? 0xffffffffu : lt | 1u;
 #if IKET__BUILD_WRAP
