@@ -202,8 +202,9 @@ func mainOnly() []int {
 	return s
 }
 
-// TestSideTailDamaged: a tail word whose high half is not zero is a damaged
-// buffer, named with its slot; a format-2 capture's tail slot is not read.
+// TestSideTailDamaged: a tail word that says one lane stored no side event
+// is a damaged buffer, named with its slot; a format-2 capture's tail slot
+// is not read.
 func TestSideTailDamaged(t *testing.T) {
 	for _, version := range []int{2, 3} {
 		l := &emu.Launch{Kernel: "k", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}, Capacity: 4, Version: version,
