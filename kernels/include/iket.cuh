@@ -197,6 +197,23 @@ __device__ __forceinline__ unsigned long long clock64v() {
   return c;
 }
 
+// IKET__NOW(r) reads the clock into r after a WARPSYNC on the active mask.
+// A warp leaving a barrier (__syncthreads: BAR.SYNC.DEFER_BLOCKING) goes on
+// issuing ALU instructions and CS2R clock reads before the barrier
+// completes and waits only at its next store, branch or sync instruction
+// (measured on the H200 with CUDA 13.0): without the WARPSYNC, a range_pop
+// right after __syncthreads read its clock up to the whole wait early.
+#define IKET__NOW(r)                                                         \
+  "{\n\t.reg .b32 n;\n\tactivemask.b32 n;\n\tbar.warp.sync n;\n\t}\n\t"          \
+  "mov.u64 " r ", %%clock64;\n\t"
+
+// now is the clock read of an event (IKET__NOW), for Warp::stamp.
+__device__ __forceinline__ unsigned long long now() {
+  unsigned long long c;
+  asm volatile(IKET__NOW("%0") : "=l"(c)::"memory");
+  return c;
+}
+
 // An event reads the clock and stores one record at addr when the
 // address's low word is below end. The record is the 64-bit clock plus the
 // tag in the high word: low word = the clock's low word, high word = the clock's high
@@ -206,28 +223,29 @@ __device__ __forceinline__ unsigned long long clock64v() {
 // the whole 64-bit read live, so ptxas reads it with one CS2R into the
 // register pair it stores (CUDA 12.4 and 13.0 alike; a record that keeps
 // only the low word gets S2UR + NOP + a move from CUDA 13.0), and k + p is
-// one IADD3. The "memory" clobber keeps every event in program order with
-// the kernel's loads, stores and synchronization (__syncthreads,
-// cuda::barrier): without it, a range_pop after __syncthreads was recorded
-// before the barrier completed in a build with CUDA 13.0 (volatile alone
-// orders events only with each other and with other asm statements).
+// one IADD3. The clock is read after a WARPSYNC (IKET__NOW), so an event
+// after a barrier records the time the barrier completed. The "memory"
+// clobber keeps every event in program order with the kernel's loads and
+// stores in the compiler (volatile alone orders events only with each
+// other and with other asm statements).
 // record_side does that for Warp::emit, and also stores the record at the
 // side cursor sc when this lane is the side writer: no lane below it is
 // active (lt1 is %lanemask_lt | 1, or all ones without buffers), so lane 0
 // is not recording. Such a lane stores while sc >= first and steps sc down
-// by 8, not below floor. Branch-free: the active mask (VOTE), one LOP3 and
-// one ISETP, a store and a step, both predicated off in lane 0's events.
-// The PTX both share: the declarations and lane 0's bound (head); lane 0's
-// store, the side writer's test, store and step (tail). Operands: %0 sc,
+// by 8, not below floor. Branch-free: the active mask (VOTE, which the
+// WARPSYNC before the clock reuses), one LOP3 and one ISETP, a store and a
+// step, both predicated off in lane 0's events. The PTX both share: the
+// declarations, lane 0's bound and the active mask (head); lane 0's store,
+// the side writer's test, store and step (tail). Operands: %0 sc,
 // %1 addr, %2 end, %3 k, %4 p, %5 lt1, %6 first, %7 floor; c is the record.
 #define IKET__SIDE_HEAD                                                      \
   "{\n\t.reg .pred q, w, s;\n\t.reg .b64 c, a;\n\t"                        \
   ".reg .b32 al, ah, l, h, m, d;\n\t"                                        \
   "mov.b64 {al, ah}, %1;\n\t"                                                \
-  "setp.lt.u32 q, al, %2;\n\t"
+  "setp.lt.u32 q, al, %2;\n\t"                                              \
+  "activemask.b32 m;\n\t"
 #define IKET__SIDE_TAIL                                                      \
   "@q st.global.u64 [%1], c;\n\t"                                            \
-  "activemask.b32 m;\n\t"                                                    \
   "and.b32 m, m, %5;\n\t"                                                    \
   "setp.eq.u32 w, m, 0;\n\t"                                                 \
   "setp.ge.and.u32 s, %0, %6, w;\n\t"                                        \
@@ -242,6 +260,7 @@ __device__ __forceinline__ void record_side(unsigned long long addr, unsigned en
                                             unsigned floor) {
   asm volatile(
       IKET__SIDE_HEAD
+      "bar.warp.sync m;\n\t"
       "mov.u64 c, %%clock64;\n\t"
       "mov.b64 {l, h}, c;\n\t"
       "add.u32 h, h, %3;\n\t"
@@ -299,7 +318,7 @@ __device__ __forceinline__ void record_pair(unsigned long long addr, unsigned en
       "add.u32 h, h, %2;\n\t"
       "add.u32 h, h, %3;\n\t"
       "mov.b64 c, {l, h};\n\t"
-      "mov.u64 d, %%clock64;\n\t"
+      IKET__NOW("d")
       "mov.b64 {l, h}, d;\n\t"
       "add.u32 h, h, %5;\n\t"
       "add.u32 h, h, %6;\n\t"
@@ -332,7 +351,7 @@ __device__ __forceinline__ void record_at(unsigned long long addr, unsigned on,
   asm volatile(
       "{\n\t.reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
       "setp.ne.u32 q, %1, 0;\n\t"
-      "mov.u64 c, %%clock64;\n\t"
+      IKET__NOW("c")
       "mov.b64 {l, h}, c;\n\t"
       "add.u32 h, h, %2;\n\t"
       "add.u32 h, h, %3;\n\t"
@@ -395,7 +414,7 @@ __device__ __forceinline__ unsigned long long pack_now(unsigned k, unsigned p) {
   unsigned long long r;
   asm volatile(
       "{\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
-      "mov.u64 c, %%clock64;\n\t"
+      IKET__NOW("c")
       "mov.b64 {l, h}, c;\n\t"
       "add.u32 h, h, %1;\n\t"
       "add.u32 h, h, %2;\n\t"
@@ -645,7 +664,7 @@ class Warp {
   // with wrong tags (docs/FORMAT.md). Until the stamped event is stored, a
   // warp that hangs or faults shows the previous phase as its last.
   __device__ __forceinline__ Stamp stamp() {
-    Stamp t = {detail::clock64v()};
+    Stamp t = {detail::now()};
     return t;
   }
   // range_next(t, ...) is range_next at the instant t was stamped (no other
