@@ -42,7 +42,7 @@ func (d *Decoder) scanSpan(slot uint64, first, n uint32) (spanScan, *WarpError) 
 		k := min(n-i, d.meta.Capacity-idx, scanChunk)
 		b := d.scan[:int(k)*raw.RecordSize]
 		off := base + int64(idx)*raw.RecordSize
-		if err := readAt(d.r, b, off); err != nil {
+		if err := d.ra.readAt(b, off); err != nil {
 			return s, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read records", Err: err}
 		}
 		for j := 0; j < int(k); j++ {

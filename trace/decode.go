@@ -74,13 +74,15 @@ const (
 )
 
 // Decoder decodes a launch warp slot by warp slot (see the package doc). Its
-// memory is one warp's buffer and events plus a per-SM clock index. A Decoder
+// memory is one warp's buffer and events, a per-SM clock index and a block
+// of the launch read ahead (256 KiB at most). A Decoder
 // is not safe for concurrent use; use one per goroutine.
 type Decoder struct {
 	l      *Launch
 	meta   *LaunchMeta
 	opt    Options
 	r      io.ReaderAt
+	ra     ahead // per-warp reads
 	stride int64
 	wrap   bool
 	nk     [8192]uint8 // name kinds by id
@@ -142,6 +144,7 @@ func NewDecoder(l *Launch, opt Options) (*Decoder, error) {
 		wrap:   m.Mode == ModeWrap,
 		fitIdx: make(map[uint32]int),
 	}
+	d.ra = ahead{r: d.r, end: m.Offset + m.Size()}
 	if l.c.Meta.Version >= 2 {
 		d.ct.hiMask = 0xffffffff
 		d.kind7 = true
@@ -345,12 +348,12 @@ func (d *Decoder) readRingInto(buf *[]byte, slot uint64, first, n uint32) ([]byt
 	head := min(n, d.meta.Capacity-first) // records before the wrap
 	if head > 0 {
 		off := base + int64(first)*raw.RecordSize
-		if err := readAt(d.r, b[:int(head)*raw.RecordSize], off); err != nil {
+		if err := d.ra.readAt(b[:int(head)*raw.RecordSize], off); err != nil {
 			return nil, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read records", Err: err}
 		}
 	}
 	if head < n {
-		if err := readAt(d.r, b[int(head)*raw.RecordSize:], base); err != nil {
+		if err := d.ra.readAt(b[int(head)*raw.RecordSize:], base); err != nil {
 			return nil, &WarpError{Launch: d.l.Index, Slot: slot, Offset: base, Msg: "read records", Err: err}
 		}
 	}
@@ -451,7 +454,7 @@ func (d *Decoder) Next(w *Warp) error {
 		Events: w.Events[:0], Ranges: w.Ranges[:0], Marks: w.Marks[:0], Violations: w.Violations[:0],
 	}
 	off := d.meta.Offset + int64(slot)*d.stride
-	if err := readAt(d.r, d.hdr[:], off); err != nil {
+	if err := d.ra.readAt(d.hdr[:], off); err != nil {
 		return d.warpErr(&WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read header", Err: err})
 	}
 	var h raw.WarpHeader

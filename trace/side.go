@@ -23,7 +23,7 @@ func (d *Decoder) tailCount(slot uint64, whole []byte) (n, lanes uint32, err *Wa
 	t := d.tail[:]
 	if whole != nil {
 		t = whole[len(whole)-raw.RecordSize:]
-	} else if rerr := readAt(d.r, t, off); rerr != nil {
+	} else if rerr := d.ra.readAt(t, off); rerr != nil {
 		return 0, 0, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read tail word", Err: rerr}
 	}
 	n, lanes = binary.LittleEndian.Uint32(t[:]), binary.LittleEndian.Uint32(t[4:])
@@ -55,7 +55,7 @@ func (d *Decoder) readThroughTail(slot uint64, h *raw.WarpHeader) ([]byte, *Warp
 	}
 	b := d.buf[:size]
 	off := d.meta.Offset + int64(slot)*d.stride + raw.WarpHeaderSize
-	if err := readAt(d.r, b, off); err != nil {
+	if err := d.ra.readAt(b, off); err != nil {
 		return nil, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read records", Err: err}
 	}
 	return b, nil
