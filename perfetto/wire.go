@@ -67,7 +67,7 @@ const (
 	typeCounter          = 4
 	maxTimestamp         = math.MaxInt64 // timestamps must stay below 2^63
 	maxSliceDepth        = 512           // the trace processor's stack limit
-	defaultFlushBytes    = 1 << 20
+	defaultFlushBytes    = 128 << 10
 	defaultCompressChunk = 1 << 20
 )
 

@@ -137,6 +137,7 @@ func NewWriter(w io.Writer, opt Options) *Writer {
 	}
 	return &Writer{
 		out: w, opt: opt,
+		buf:      make([]byte, 0, defaultFlushBytes+defaultFlushBytes/4),
 		gpus:     make(map[uint64]string),
 		launches: make(map[int]struct{}),
 		nextFlow: 1,
