@@ -1,62 +1,21 @@
 #!/usr/bin/env bash
-# Header variants on the suite: dormant and traced cost, event cost; first
-# each variant's barrier-order.cu (a range around __syncthreads) traced.
-# Run from the repository root with .exp/<variant>/iket.cuh (barrier-variants.patch
-# applied to .exp/head/iket.cuh, fd79427's header) and .exp/bo/b.cu
-# (barrier-order.cu): VARS="head clk32 wsync" bash .exp/var2.sh, then
-# VARS="head wsync wsp". The event-cost step printed nothing (barrier-variants.txt).
+# Header variants that order the clock reads after a barrier: each
+# variant's barrier-order.cu (a range around __syncthreads) traced, then
+# variants.sh (beside this file) on the suite with the same VARS. Run from
+# .exp/ of the repository root with .exp/<variant>/iket.cuh
+# (barrier-variants.patch applied to .exp/head/iket.cuh, fd79427's header),
+# .exp/bo/b.cu (barrier-order.cu) and variants.sh copied beside this:
+#   VARS="head clk32 wsync" bash .exp/barrier-variants.sh
+#   VARS="head wsync wsp" bash .exp/barrier-variants.sh
+# The copy of variants.sh that ran printed its event-cost lines through a
+# tail command that failed, so no event cost was measured
+# (barrier-variants.txt).
 set -u
-cd "$(dirname "$0")/.."
-for v in ${VARS:-head}; do nvcc -O3 -std=c++17 -arch=sm_90a -I.exp/$v -DIKET_ENABLE=1 -o /tmp/bo_$v .exp/bo/b.cu && ./bin/iket run -o /tmp/bo-$v -- /tmp/bo_$v 2>&1 | grep -E "^ +\(none\) +wait" | sed "s/^/barrier $v: /"; done
+here=$(dirname "$0")
+cd "$here/.."
 export PATH=$PATH:/usr/local/cuda/bin
-W=/tmp/var; rm -rf $W; mkdir -p $W/m
-ARCH=-gencode=arch=compute_90a,code=sm_90a
-VARS=${VARS:-old v3b v3n v3a v3z}
-IKET=$PWD/bin/iket
-b() { nvcc -O3 -std=c++17 $ARCH "$@" -Ikernels/include -Iexamples/app > $W/build-$RANDOM.log 2>&1 || echo "build fail $*"; }
-t0=$SECONDS
-b -o $W/ring examples/suite/ring.cu &
-b -o $W/tg examples/suite/tiled_gemm.cu &
-b -o $W/app examples/app/main.cu examples/app/scale.cu &
-nvcc -O2 -std=c++17 $ARCH -o $W/bench kernels/bench/bench.cu -lcuda &
-nvcc -cubin $ARCH -O3 -Ikernels/include -o $W/m/eventcost_off.cubin kernels/bench/eventcost.cu &
-for v in $VARS; do
-  I=-I.exp/$v
-  b $I -DIKET_ENABLE=1 -o $W/ring_$v examples/suite/ring.cu &
-  b $I -DIKET_ENABLE=1 -o $W/tg_$v examples/suite/tiled_gemm.cu &
-  b $I -DIKET_ENABLE=1 -o $W/app_$v examples/app/main.cu examples/app/scale.cu &
-  mkdir -p $W/m_$v; nvcc -cubin $ARCH -O3 $I -Ikernels/include -DIKET_ENABLE=1 -o $W/m_$v/eventcost_on.cubin kernels/bench/eventcost.cu &
+for v in ${VARS:-head}; do
+  nvcc -O3 -std=c++17 -arch=sm_90a -I.exp/$v -DIKET_ENABLE=1 -o /tmp/bo_$v .exp/bo/b.cu &&
+    ./bin/iket run -o /tmp/bo-$v -- /tmp/bo_$v 2>&1 | grep -E "^ +\(none\) +wait" | sed "s/^/barrier $v: /"
 done
-wait
-echo "built in $((SECONDS-t0))s"
-for v in $VARS; do cp $W/m/eventcost_off.cubin $W/m_$v/; done
-us() { "$@" | sed -n 's/.*: \([0-9.]*\) us per launch.*/\1/p'; }
-med() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-declare -A args=([ring]="" [ring0]="--lane0-wait" [tg]="--size 2048" [app]="")
-declare -A bin=([ring]=ring [ring0]=ring [tg]=tg [app]=app)
-declare -A re=([ring]='^ring' [ring0]='^ring' [tg]=tiled_gemm [app]=pipeline)
-for a in ring ring0 tg app; do
-  B=${bin[$a]}; A=${args[$a]}
-  for r in 1 2 3 4 5; do
-    us $W/$B $A --launches 100 >> $W/$a.plain
-    us $W/$B $A --launches 100 >> $W/$a.control
-    for v in $VARS; do us $W/${B}_$v $A --launches 100 >> $W/$a.$v; done
-  done
-  p=$(med < $W/$a.plain)
-  line=$(printf '%-6s plain %8.2f control %.4f' $a $p $(awk -v a=$(med < $W/$a.control) -v p=$p 'BEGIN{print a/p}'))
-  for v in $VARS; do
-    d=$(med < $W/$a.$v)
-    $IKET run -o $W/run-$a-$v --kernel "${re[$a]}" --launch 1-10 --baseline "$W/$B $A --launches 11" -- $W/${B}_$v $A --launches 11 > $W/run-$a-$v.log 2>&1
-    tr=$(python3 -c 'import json,sys; k=json.load(open(sys.argv[1]))["kernels"][0]; print("%.4f/%.4f" % (k.get("ratio",0), k.get("paired_ratio",0)))' $W/run-$a-$v/latency.json 2>/dev/null || echo -)
-    $IKET validate $W/run-$a-$v/trace.iket > $W/val-$a-$v.log 2>&1 && val=ok || val=viol
-    line+=$(printf ' | %s dormant %.4f traced %s %s' $v $(awk -v a=$d -v p=$p 'BEGIN{print a/p}') "$tr" $val)
-  done
-  echo "$line" | tee -a $W/table.txt
-done
-for v in $VARS; do
-  for c in latency:4096 throughput:1024; do
-    $IKET run -o $W/ev-$v-${c%%:*} --kernel '^ev_loop$' --launch all --capacity $((${c#*:} + 8)) -- $W/bench eventcost --case ${c%%:*} --modules $W/m_$v --out $W/evout-$v > $W/ev-$v-${c%%:*}.log 2>&1
-  done
-  tail -3 $W/ev-$v-*.log; echo "$v: $(cat $W/evout-$v/eventcost-latency.txt $W/evout-$v/eventcost-throughput.txt 2>/dev/null | tr '\n' ' ')" | tee -a $W/table.txt
-done
-echo "total $((SECONDS-t0))s"
+VARS=${VARS:-head} bash "$here/variants.sh"
