@@ -7,9 +7,8 @@
 # .exp/bo/b.cu (barrier-order.cu) and variants.sh copied beside this:
 #   VARS="head clk32 wsync" bash .exp/barrier-variants.sh
 #   VARS="head wsync wsp" bash .exp/barrier-variants.sh
-# The copy of variants.sh that ran printed its event-cost lines through a
-# tail command that failed, so no event cost was measured
-# (barrier-variants.txt).
+# Its event-cost step left no output in either run (its logs were not
+# kept), so no event cost was measured (barrier-variants.txt).
 set -u
 here=$(dirname "$0")
 cd "$here/.."
