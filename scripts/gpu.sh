@@ -5,8 +5,11 @@
 # ${OUT:-./out}; prints a short table last.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
-# Everything is written under $RES; at the end it is packed into
-# $OUT/gpu-results.tgz, one file to bring back from the GPU machine.
+# Everything is written under $RES; at the end its files of at most 4 MiB (the
+# logs, summaries, latency.json files and the small fixture captures) are
+# packed into $OUT/gpu-results.tgz, one file small enough to bring back
+# from the GPU machine; $OUT/left-out.txt lists the larger ones (traces of
+# full-size runs, reports) with their sizes.
 OUT=${OUT:-./out}
 RES=${RES:-/tmp/iket-gpu}
 rm -rf "$RES"; mkdir -p "$OUT" "$RES"
@@ -60,5 +63,7 @@ step bench-watch env -C iket "$root/bin/iket.test" -test.run '^$' -test.bench GP
 echo
 echo "===== summary ====="
 printf '%s\n' "${status[@]}" | tee "$OUT/summary.txt"
-tar czf "$final_out/gpu-results.tgz" -C "$RES" .
+(cd "$RES" && find . -type f -size +4096k -printf '%s %p\n' | sort -k2 > "$RES/left-out.txt" &&
+  find . -type f -size -4097k -print0 | tar czf "$final_out/gpu-results.tgz" --null -T -)
+cp "$RES/left-out.txt" "$final_out/left-out.txt"
 cp "$OUT/summary.txt" "$final_out/summary.txt"
