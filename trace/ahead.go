@@ -10,9 +10,10 @@ const aheadSize = 256 << 10
 // misses it starts up to aheadSize further (not past the launch's end). A
 // pass goes through the slots in order, so a launch of small warps costs one
 // read per block instead of two per warp. Reads larger than a quarter block
-// go straight to the reader.
+// go straight to the reader. The block is no larger than the launch.
 type ahead struct {
 	r   io.ReaderAt
+	max int64  // the block's size: aheadSize, or the launch's when smaller
 	end int64  // the launch's end offset
 	off int64  // blk's offset
 	blk []byte // the bytes at off
@@ -27,10 +28,10 @@ func (a *ahead) readAt(b []byte, off int64) error {
 	if len(b) > aheadSize/4 || off < 0 || off+int64(len(b)) > a.end {
 		return readAt(a.r, b, off)
 	}
-	if cap(a.blk) < aheadSize {
-		a.blk = make([]byte, aheadSize)
+	if int64(cap(a.blk)) < a.max {
+		a.blk = make([]byte, a.max)
 	}
-	n, _ := a.r.ReadAt(a.blk[:min(aheadSize, a.end-off)], off)
+	n, _ := a.r.ReadAt(a.blk[:min(a.max, a.end-off)], off)
 	if n < len(b) {
 		// Not even the bytes asked for: read them alone, for the error a
 		// direct read gives.

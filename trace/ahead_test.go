@@ -43,15 +43,17 @@ func TestAheadReads(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		r    io.ReaderAt
+		max  int64
 		end  int64
 	}{
-		{"whole", bytes.NewReader(data), int64(len(data))},
-		{"launch ends early", bytes.NewReader(data), 2*aheadSize + 100},
-		{"input cut short", shortReader{data, aheadSize + 300, cut}, int64(len(data))},
-		{"input cut, EOF", shortReader{data, 2*aheadSize - 7, io.EOF}, int64(len(data))},
+		{"whole", bytes.NewReader(data), aheadSize, int64(len(data))},
+		{"launch ends early", bytes.NewReader(data), aheadSize, 2*aheadSize + 100},
+		{"block smaller than a read", bytes.NewReader(data), 100, int64(len(data))},
+		{"input cut short", shortReader{data, aheadSize + 300, cut}, aheadSize, int64(len(data))},
+		{"input cut, EOF", shortReader{data, 2*aheadSize - 7, io.EOF}, aheadSize, int64(len(data))},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			a := ahead{r: tt.r, end: tt.end}
+			a := ahead{r: tt.r, max: tt.max, end: tt.end}
 			for _, rd := range seq {
 				got, want := make([]byte, rd.n), make([]byte, rd.n)
 				gerr := a.readAt(got, rd.off)

@@ -144,7 +144,7 @@ func NewDecoder(l *Launch, opt Options) (*Decoder, error) {
 		wrap:   m.Mode == ModeWrap,
 		fitIdx: make(map[uint32]int),
 	}
-	d.ra = ahead{r: d.r, end: m.Offset + m.Size()}
+	d.ra = ahead{r: d.r, max: min(aheadSize, m.Size()), end: m.Offset + m.Size()}
 	if l.c.Meta.Version >= 2 {
 		d.ct.hiMask = 0xffffffff
 		d.kind7 = true
