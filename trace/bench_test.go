@@ -57,7 +57,15 @@ func pass(tb testing.TB, d *trace.Decoder, w *trace.Warp) {
 func BenchmarkDecodeValidate(b *testing.B) {
 	const warps, capacity = 512, 4096
 	c := emu.OpenTemp(b, synthetic(warps, capacity))
-	l := c.Launch(0)
+	benchDecode(b, c.Launch(0), warps*capacity, nil)
+}
+
+// benchDecode times whole strict passes over l (NewDecoder's index
+// included; prep, when not nil, adjusts each new Decoder) and reports
+// events M per second and per CPU-second. The CPU rate is the process's
+// CPU time: on a shared machine, wall time includes waiting for a core.
+// Meaningful with -cpu 1 (one core does the work).
+func benchDecode(b *testing.B, l *trace.Launch, events int, prep func(*trace.Decoder)) {
 	var w trace.Warp
 	b.ReportAllocs()
 	var cpu time.Duration
@@ -67,16 +75,17 @@ func BenchmarkDecodeValidate(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		if prep != nil {
+			prep(d)
+		}
 		pass(b, d, &w)
 		if err := d.Err(); err != nil {
 			b.Fatal(err)
 		}
 		cpu += cpuTime() - cpu0
 	}
-	ev := float64(warps*capacity) * float64(b.N)
+	ev := float64(events) * float64(b.N)
 	b.ReportMetric(ev/b.Elapsed().Seconds()/1e6, "Mevents/s")
-	// Process CPU time: on a shared machine, wall time includes waiting
-	// for a core. Meaningful with -cpu 1 (one core does the work).
 	if cpu > 0 {
 		b.ReportMetric(ev/cpu.Seconds()/1e6, "Mevents/cpu-s")
 	}

@@ -132,36 +132,10 @@ func TestOverlapSameWarp(t *testing.T) {
 	}
 }
 
-// bruteOverlap computes overlap(x, y) of one CTA nanosecond by nanosecond.
+// bruteOverlap computes overlap(x, y) of one CTA nanosecond by nanosecond
+// (bruteCTA over every role).
 func bruteOverlap(ws []tw, x, y uint16, horizon int64) (overlapped, active int64) {
-	in := func(w tw, name uint16, t int64) bool {
-		for _, r := range w.ranges {
-			if r.name == name && r.start <= t && t < r.end {
-				return true
-			}
-		}
-		return false
-	}
-	for t := int64(0); t < horizon; t++ {
-		anyX, hit := false, false
-		for i, w := range ws {
-			if !in(w, x, t) {
-				continue
-			}
-			anyX = true
-			for j, v := range ws {
-				if i != j && in(v, y, t) {
-					hit = true
-				}
-			}
-		}
-		if anyX {
-			active++
-		}
-		if hit {
-			overlapped++
-		}
-	}
+	overlapped, active, _ = bruteCTA(ws, [2]uint16{x, 0}, [2]uint16{y, 0}, horizon)
 	return overlapped, active
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -73,28 +72,11 @@ func BenchmarkPairing(b *testing.B) {
 			name = "general"
 		}
 		b.Run(name, func(b *testing.B) {
-			var w trace.Warp
-			b.ReportAllocs()
-			var cpu time.Duration
-			for b.Loop() {
-				cpu0 := cpuTime()
-				d, err := trace.NewDecoder(l, trace.Options{Strict: true})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if general {
-					trace.GeneralPairingOnly(d)
-				}
-				pass(b, d, &w)
-				if err := d.Err(); err != nil {
-					b.Fatal(err)
-				}
-				cpu += cpuTime() - cpu0
+			var prep func(*trace.Decoder)
+			if general {
+				prep = trace.GeneralPairingOnly
 			}
-			ev := float64(warps*capacity) * float64(b.N)
-			if cpu > 0 {
-				b.ReportMetric(ev/cpu.Seconds()/1e6, "Mevents/cpu-s")
-			}
+			benchDecode(b, l, warps*capacity, prep)
 		})
 	}
 }
