@@ -198,11 +198,12 @@ __device__ __forceinline__ unsigned long long clock64v() {
 }
 
 // IKET__NOW(r) reads the clock into r after a WARPSYNC on the active mask.
-// A warp leaving a barrier (__syncthreads: BAR.SYNC.DEFER_BLOCKING) goes on
-// issuing ALU instructions and CS2R clock reads before the barrier
-// completes and waits only at its next store, branch or sync instruction
-// (measured on the H200 with CUDA 13.0): without the WARPSYNC, a range_pop
-// right after __syncthreads read its clock up to the whole wait early.
+// A CS2R clock read right after a barrier (__syncthreads:
+// BAR.SYNC.DEFER_BLOCKING) runs before the barrier completes; after a store,
+// a shared load, a NOP (what the WARPSYNC compiles to there), S2UR, a sleep
+// or a fence it waits (measured on the H200 with CUDA 13.0): without the
+// WARPSYNC, a range_pop right after __syncthreads read its clock up to the
+// whole wait early.
 #define IKET__NOW(r)                                                         \
   "{\n\t.reg .b32 n;\n\tactivemask.b32 n;\n\tbar.warp.sync n;\n\t}\n\t"          \
   "mov.u64 " r ", %%clock64;\n\t"
