@@ -439,6 +439,16 @@ static bool write_file(const std::string& path, const void* d, size_t bytes) {
   return fclose(f) == 0 && ok;
 }
 
+// write_text writes s to path; a failure is named and fails the run.
+static void write_text(const std::string& path, const std::string& s) {
+  FILE* f = fopen(path.c_str(), "w");
+  const bool ok = f && fputs(s.c_str(), f) >= 0;
+  if (!f || fclose(f) != 0 || !ok) {
+    fprintf(stderr, "FAIL: write %s: %s\n", path.c_str(), strerror(errno));
+    g_failed = true;
+  }
+}
+
 // ---- the device ----------------------------------------------------------------
 
 struct Device {
@@ -625,20 +635,13 @@ int main(int argc, char** argv) {
     }
     if (!o.control.empty()) t += "control: the uninstrumented cubins of " + o.control + "\n";
     printf("\n%s", t.c_str());
-    const std::string tp = o.out + "/table-" + o.step + ".txt";
-    if (FILE* f = fopen(tp.c_str(), "w")) {
-      fputs(t.c_str(), f);
-      fclose(f);
-    }
+    write_text(o.out + "/table-" + o.step + ".txt", t);
   }
   if (!g_json.empty() && (is_time || is_ev)) {
     const std::string jp =
         o.out + "/bench-" + o.step + (is_ev ? "-" + o.ev_case : std::string()) + ".json";
-    if (FILE* f = fopen(jp.c_str(), "w")) {
-      fprintf(f, "{\"device\":%s,\"step\":\"%s\",\"results\":[\n%s\n]}\n",
-              g_device_json.c_str(), o.step.c_str(), g_json.c_str());
-      fclose(f);
-    }
+    write_text(jp, "{\"device\":" + g_device_json + ",\"step\":\"" + o.step +
+                       "\",\"results\":[\n" + g_json + "\n]}\n");
   }
   if (g_failed) {
     fprintf(stderr, "bench %s: FAILED (see CHECK FAILED lines above)\n", o.step.c_str());

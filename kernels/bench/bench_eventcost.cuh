@@ -100,9 +100,5 @@ static void eventcost_step(const Options& o, Device& dev, Timer& tm) {
              ",\"cycles_per_event\":" + std::to_string(per) + "}");
   }
   printf("\n%s", summary.c_str());
-  const std::string p = o.out + "/eventcost-" + o.ev_case + ".txt";
-  if (FILE* f = fopen(p.c_str(), "w")) {
-    fputs(summary.c_str(), f);
-    fclose(f);
-  }
+  write_text(o.out + "/eventcost-" + o.ev_case + ".txt", summary);
 }

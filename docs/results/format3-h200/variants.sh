@@ -48,6 +48,7 @@ for a in ring ring0 tg app; do
   echo "$line" | tee -a $W/table.txt
 done
 for v in $VARS; do
+  mkdir -p $W/evout-$v
   for c in latency:4096 throughput:1024; do
     $IKET run -o $W/ev-$v-${c%%:*} --kernel '^ev_loop$' --launch all --capacity $((${c#*:} + 8)) -- $W/bench eventcost --case ${c%%:*} --modules $W/m_$v --out $W/evout-$v > $W/ev-$v-${c%%:*}.log 2>&1
   done
