@@ -5,11 +5,11 @@
 # ${OUT:-./out}; prints a short table last.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
-# Everything is written under $RES; at the end its files of at most 4 MiB (the
+# Everything is written under $RES; at the end its files of at most 1 MiB (the
 # logs, summaries, latency.json files and the small fixture captures) are
 # packed into $OUT/gpu-results.tgz, one file small enough to bring back
-# from the GPU machine; $OUT/left-out.txt lists the larger ones (traces of
-# full-size runs, reports) with their sizes.
+# from the GPU machine (at most 16 MiB); $OUT/left-out.txt lists the larger
+# ones (traces of full-size runs, reports) with their sizes.
 OUT=${OUT:-./out}
 RES=${RES:-/tmp/iket-gpu}
 rm -rf "$RES"; mkdir -p "$OUT" "$RES"
@@ -63,7 +63,8 @@ step bench-watch env -C iket "$root/bin/iket.test" -test.run '^$' -test.bench GP
 echo
 echo "===== summary ====="
 printf '%s\n' "${status[@]}" | tee "$OUT/summary.txt"
-(cd "$RES" && find . -type f -size +4096k -printf '%s %p\n' | sort -k2 > "$RES/left-out.txt" &&
-  find . -type f -size -4097k -print0 | tar czf "$final_out/gpu-results.tgz" --null -T -)
+(cd "$RES" && find . -type f -size +1024k -printf '%s %p\n' | sort -k2 > "$RES/left-out.txt" &&
+  find . -type f -size -1025k -print0 | tar czf "$final_out/gpu-results.tgz" --null -T -)
+echo "gpu-results.tgz: $(du -k "$final_out/gpu-results.tgz" | cut -f1) KiB"
 cp "$RES/left-out.txt" "$final_out/left-out.txt"
 cp "$OUT/summary.txt" "$final_out/summary.txt"
