@@ -337,14 +337,21 @@ func (w *Writer) counter(ct *counterTmpl, t int64, v int64) {
 	w.commit(q[:k])
 }
 
-// doubleCounter writes one floating-point counter sample.
+// doubleCounter writes one floating-point counter sample: a whole number
+// from 0 to 2^53 as counter_value (a varint, one byte for most), any other
+// as double_counter_value (eight bytes). The trace processor reads both into
+// the track's double values.
 func (w *Writer) doubleCounter(track uint64, t int64, v float64) {
 	b := w.packetHead(w.pk[:0], t)
 	var at int
 	b, at = openLen(b, fPktTrackEvent)
 	b = appendVarintField(b, fTEType, typeCounter)
 	b = appendVarintField(b, fTETrackUUID, track)
-	b = appendDoubleField(b, fTEDoubleCounter, v)
+	if v >= 0 && v <= 1<<53 && v == math.Trunc(v) {
+		b = appendVarintField(b, fTECounterValue, uint64(v))
+	} else {
+		b = appendDoubleField(b, fTEDoubleCounter, v)
+	}
 	w.pk = closeLen(b, at)
 	w.emitPacket()
 	w.stats.CounterEvents++

@@ -144,19 +144,17 @@ func (w *Writer) flushCTA() error {
 	ctaID := w.slotTrack(ctaSlot, subCTA)
 	w.sc = append(w.sc[:0], "CTA "...)
 	w.sc = appendCTA(w.sc, first.cta, w.lm.Grid)
-	d := append(w.desc[:0], "CTA "...)
-	d = appendUint(d, uint64(first.cta[0]))
-	d = append(d, ',')
-	d = appendUint(d, uint64(first.cta[1]))
-	d = append(d, ',')
-	d = appendUint(d, uint64(first.cta[2]))
-	d = append(d, " (linear "...)
-	d = appendUint(d, c.linear)
-	d = append(d, ") on SM "...)
-	d = appendUint(d, uint64(first.sm))
-	d = append(d, ": "...)
+	// The name holds the coordinates and the parent the SM: the
+	// description adds the linear index of a 2-D or 3-D grid's CTA and the
+	// number of warps that started.
+	d := w.desc[:0]
+	if w.lm.Grid[1] > 1 || w.lm.Grid[2] > 1 || first.cta[1] != 0 || first.cta[2] != 0 {
+		d = append(d, "linear "...)
+		d = appendUint(d, c.linear)
+		d = append(d, ", "...)
+	}
 	d = appendUint(d, uint64(c.n))
-	w.desc = append(d, " started warps"...)
+	w.desc = append(d, " warps started"...)
 	w.trackDesc(ctaID, smID, int32(min(c.linear, math.MaxInt32)), true, true, false, w.sc, "", w.desc, tdNoMerge)
 	if w.opt.Counters || !w.opt.NoSummary {
 		w.ctaCounters(ctaID, ctaSlot)
@@ -221,7 +219,7 @@ func (w *Writer) writeIdle(ctaID uint64) {
 			d = appendUint(d, uint64(cw.info.warp))
 			n++
 		}
-		w.desc = append(d, ": started and finished, recorded no event but their role"...)
+		w.desc = append(d, " finished with no event but their role"...)
 		w.sc = appendUint(w.sc[:0], uint64(n))
 		w.sc = append(w.sc, " idle "...)
 		if role != 0 {
