@@ -117,7 +117,10 @@ def main(argv):
         w = re.search(r"\.(64|128|U8|S8|U16|S16)\b", k)
         nbytes += extra[k] * ({"64": 8, "128": 16, "U8": 1, "S8": 1,
                                "U16": 2, "S16": 2}[w.group(1)] if w else 4)
-    print(f"global bytes stored per event: {nbytes} ({', '.join(stores) or 'no store'})")
+    nstores = sum(extra[k] for k in stores)
+    print(f"global store instructions per event: {nstores} "
+          f"({', '.join(f'{k} x{extra[k]}' for k in stores) or 'no store'}), {nbytes} bytes "
+          "if every one stores (a predicated store counts as stored)")
     print(f"fences per event: {len(fences)}" + (f" ({fences})" if fences else ""))
     if fences:
         rc = 1
