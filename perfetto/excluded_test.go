@@ -75,3 +75,32 @@ func exportProblems(t *testing.T, l *emu.Launch, detail string) (int, []string) 
 	}
 	return n, warps
 }
+
+// TestJSONLeavesOutSideLanes: the Chrome JSON export leaves the same warp
+// out as the .pftrace does, and names it among the launch's problems.
+func TestJSONLeavesOutSideLanes(t *testing.T) {
+	l := &emu.Launch{Kernel: "k", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{64, 1, 1}, Capacity: 16,
+		Names: emu.MustNames("ROLE consumer", "RANGE load")}
+	two := l.Warp([3]uint32{}, 0).Role("consumer", 1000).Push("load", 0, 1100).Pop(1200).Push("load", 1, 1300).Pop(1400)
+	two.Side, two.SideLanes = []int{1, 2, 3, 4}, 2
+	l.Warp([3]uint32{}, 1).Role("consumer", 1000).Push("load", 0, 1100).Pop(1200)
+	raw, err := l.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := trace.Read(bytes.NewReader(raw), int64(len(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteJSON(&out, c); err != nil {
+		t.Fatalf("json: %v", err)
+	}
+	s := out.String()
+	if !strings.Contains(s, "warp 0 (sm 0, cta 0,0,0, warp 0) left out: 2 lanes stored side events") {
+		t.Errorf("no problem naming warp 0 in %s", s)
+	}
+	if n := strings.Count(s, `"name":"load"`); n != 1 {
+		t.Errorf("%d load slices, want 1 (warp 1's only): %s", n, s)
+	}
+}

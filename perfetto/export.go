@@ -43,9 +43,8 @@ func exportLaunch(w *Writer, l *trace.Launch, index int, notes []string) error {
 	// A warp whose records may have been overwritten gets no track, and
 	// the launch says why (as the statistics leave it out).
 	add := func(wp *trace.Warp) error {
-		if why := wp.Overwritten(); why != "" {
-			w.AddProblem(fmt.Sprintf("warp %d (sm %d, cta %d,%d,%d, warp %d) left out: %s, so records may be overwritten",
-				wp.Slot, wp.SM, wp.CTA[0], wp.CTA[1], wp.CTA[2], wp.Warp, why))
+		if note := wp.LeftOut(); note != "" {
+			w.AddProblem(note)
 			return nil
 		}
 		wp.Launch = index

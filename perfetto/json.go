@@ -42,14 +42,19 @@ func WriteJSON(out io.Writer, c *trace.Capture) error {
 		pid := i + 1
 		j.meta(pid, 0, "process_name", fmt.Sprintf("launch %d · %s", i, l.Meta.Kernel))
 		j.metaInt(pid, 0, "process_sort_index", int64(i))
+		problem := func(msg string) {
+			j.meta(pid, 0, "thread_name", "problems")
+			j.instant(pid, 0, 0, msg, "", "")
+		}
 		err = d.Each(func(wp *trace.Warp) error {
-			if wp.Started {
+			if note := wp.LeftOut(); note != "" {
+				problem(note)
+			} else if wp.Started {
 				j.warp(pid, l.Meta, wp)
 			}
 			return nil
 		}, func(we *trace.WarpError) error {
-			j.meta(pid, 0, "thread_name", "problems")
-			j.instant(pid, 0, 0, we.Error(), "", "")
+			problem(we.Error())
 			return nil
 		})
 		if err != nil {

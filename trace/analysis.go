@@ -27,9 +27,8 @@ type Analysis struct {
 	Violations []Violation
 	// Excluded says, for the first [MaxAnalysisViolations] warps left out
 	// of the Analyzer, which warp and why: a slot whose bytes broke the
-	// format ([WarpError]) or a warp whose lanes recorded different numbers
-	// of events, so its records may be overwritten. NumExcluded counts them
-	// all.
+	// format ([WarpError]) or a warp whose records may be overwritten
+	// ([Warp.Overwritten]). NumExcluded counts them all.
 	Excluded    []string
 	NumExcluded int
 }
@@ -64,8 +63,7 @@ func Analyze(ctx context.Context, l *Launch, opt Options, also ...func(w *Warp))
 			a.Violations = append(a.Violations, w.Violations[:n]...)
 		}
 		if why := w.Overwritten(); why != "" {
-			exclude(fmt.Sprintf("launch %d warp %d (sm %d, cta %d,%d,%d, warp %d): %s, so records may be overwritten",
-				w.Launch, w.Slot, w.SM, w.CTA[0], w.CTA[1], w.CTA[2], w.Warp, why))
+			exclude(fmt.Sprintf("launch %d %s: %s, so records may be overwritten", w.Launch, w.Ref(), why))
 			return nil
 		}
 		a.Analyzer.Add(w)

@@ -540,7 +540,7 @@ func (d *Decoder) Next(w *Warp) error {
 	d.sum.Dropped += w.Dropped
 	d.sum.Trimmed += uint64(w.Trimmed)
 	d.sum.Side += w.Side
-	if w.LanesDiverged || w.SideLanes > 1 {
+	if w.overwritten() {
 		d.sum.LanesDiverged++
 	}
 	if w.CountSaturated {

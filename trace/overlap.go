@@ -236,7 +236,7 @@ func (c *ctaAnalysis) add(w *Warp, sid func(i int) (int32, int32)) {
 	}
 	c.cur.first, c.cur.last = min(c.cur.first, w.First), max(c.cur.last, w.Last)
 	wi := int32(len(c.warps))
-	c.warps = append(c.warps, ctaWarp{ref: refOf(w), role: w.Role})
+	c.warps = append(c.warps, ctaWarp{ref: w.Ref(), role: w.Role})
 	base := len(c.ranges)
 	for i := range w.Ranges {
 		r := &w.Ranges[i]

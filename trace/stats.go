@@ -37,7 +37,8 @@ func (r WarpRef) String() string {
 	return fmt.Sprintf("warp %d (sm %d, cta %d,%d,%d, warp %d)", r.Slot, r.SM, r.CTA[0], r.CTA[1], r.CTA[2], r.Warp)
 }
 
-func refOf(w *Warp) WarpRef { return WarpRef{Slot: w.Slot, SM: w.SM, CTA: w.CTA, Warp: w.Warp} }
+// Ref locates the warp: its slot, SM, CTA and index in the CTA.
+func (w *Warp) Ref() WarpRef { return WarpRef{Slot: w.Slot, SM: w.SM, CTA: w.CTA, Warp: w.Warp} }
 
 // RangeStats are the statistics of one range name over the warps of one role
 // (Role "" for the rows that aggregate every role). Durations are End-Start
@@ -215,7 +216,7 @@ func (a *Analyzer) Add(w *Warp) {
 		return
 	}
 	a.start++
-	ref := refOf(w)
+	ref := w.Ref()
 	if w.Dropped > 0 || w.CountSaturated {
 		a.drops.WarpsDropping++
 		wd := WarpDrops{WarpRef: ref, Count: w.Count, Stored: w.Stored, Dropped: w.Dropped, AtLeast: w.CountSaturated}

@@ -201,12 +201,11 @@ type Violation struct {
 	Detail string
 }
 
-// Equal reports whether e and o are the same event (all fields equal); it
-// also lets go-cmp compare values holding Events.
 // Overwritten says why some of the warp's records may have been written
 // over by others, or is empty: its lanes disagreed (formats 1 and 2,
 // [Warp.LanesDiverged]) or several lanes stored side events (format 3,
-// [Warp.SideLanes]). Statistics and exports leave such a warp out.
+// [Warp.SideLanes]). [Analyze] and the exports leave such a warp out, and
+// [Warp.LeftOut] says so.
 func (w *Warp) Overwritten() string {
 	switch {
 	case w.LanesDiverged:
@@ -217,6 +216,22 @@ func (w *Warp) Overwritten() string {
 	return ""
 }
 
+// overwritten reports whether [Warp.Overwritten] has a reason.
+func (w *Warp) overwritten() bool { return w.LanesDiverged || w.SideLanes > 1 }
+
+// LeftOut is the note a reader that leaves an overwritten warp out gives,
+// "warp 12 (sm 3, cta 7,0,0, warp 1) left out: REASON, so records may be
+// overwritten", or empty for a warp that is kept.
+func (w *Warp) LeftOut() string {
+	why := w.Overwritten()
+	if why == "" {
+		return ""
+	}
+	return w.Ref().String() + " left out: " + why + ", so records may be overwritten"
+}
+
+// Equal reports whether e and o are the same event (all fields equal); it
+// also lets go-cmp compare values holding Events.
 func (e Event) Equal(o Event) bool { return e == o }
 
 // String formats the event for debugging and test output.
