@@ -11,14 +11,8 @@ func NewSamples(roundsUS []float64) Samples {
 		return s
 	}
 	sorted := slices.Clone(roundsUS)
-	slices.Sort(sorted)
-	n := len(sorted)
-	s.MinUS, s.MaxUS = sorted[0], sorted[n-1]
-	if n%2 == 1 {
-		s.MedianUS = sorted[n/2]
-	} else {
-		s.MedianUS = (sorted[n/2-1] + sorted[n/2]) / 2
-	}
+	s.MedianUS, s.MaxUS = medianMax(sorted) // sorts
+	s.MinUS = sorted[0]
 	return s
 }
 
