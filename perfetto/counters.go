@@ -124,9 +124,9 @@ func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
 // nothing else. The packets are those of [Writer.counter], encoded with the
 // buffer and the incremental clock's state in locals.
 func (w *Writer) counterSteps(ct *counterTmpl, key uint32, ts []uint64, tmin int64, write bool) {
-	b := w.buf
+	b, flushAt := w.buf, defaultFlushBytes
 	if w.opt.Compress {
-		b = w.chunk
+		b, flushAt = w.chunk, defaultCompressChunk
 	}
 	tc := w.ts
 	sw := w.sum.walk(key)
@@ -164,7 +164,7 @@ func (w *Writer) counterSteps(ct *counterTmpl, key uint32, ts []uint64, tmin int
 		q[p0+1] = byte(i - p0 - 2)
 		b = q[:i]
 		w.stats.CounterEvents++
-		if len(b) >= defaultFlushBytes { // = defaultCompressChunk
+		if len(b) >= flushAt { // where commit flushes
 			w.ts = tc
 			w.commit(b)
 			b = w.buf

@@ -33,7 +33,7 @@ var ErrInput = errors.New("invalid report input")
 // Write writes in as one self-contained HTML page to w. The page makes no
 // network requests. See [Input] for how the warps are bounded. It returns an
 // error wrapping [ErrInput] when in is inconsistent (a launch index out of
-// range, a ragged overlap matrix) and the writer's error when writing fails.
+// range) and the writer's error when writing fails.
 func Write(w io.Writer, in *Input) error {
 	if in == nil {
 		return fmt.Errorf("write report: %w: nil input", ErrInput)
