@@ -230,6 +230,14 @@ func fakeProcess(script string) int {
 		time.Sleep(time.Minute)
 		return 5
 	}
+	if script == "gone" {
+		// a launch that began, then the process's connection closed (it
+		// forked, or its library gave up on iket) and it ran on
+		send(msgStart, Start{Kernel: "_Z8pipelinePfS_i", TimeoutMS: 10}, nil)
+		c.Close()
+		time.Sleep(600 * time.Millisecond)
+		return 0
+	}
 	info := LaunchInfo{Kernel: "_Z8pipelinePfS_i", Traced: true, Family: "cuLaunchKernel", Status: status,
 		Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}, Cluster: [3]uint32{1, 1, 1}, ElapsedMS: f64(0.01),
 		WarpsPerCTA: 2, Warps: 4, Capacity: 16, Version: 2, BufferBytes: uint64(len(raw)),
@@ -350,6 +358,17 @@ func TestRunWatchdog(t *testing.T) {
 	}
 	if res.Signal != "killed" || time.Since(start) > 20*time.Second {
 		t.Errorf("exit %d (%s) after %v", res.ExitCode, res.Signal, time.Since(start))
+	}
+}
+
+// TestRunWatchdogEndsWithConnection: a process that disconnects after a
+// launch began is not taken for hung once the watchdog's time is up.
+func TestRunWatchdogEndsWithConnection(t *testing.T) {
+	defer func(g time.Duration) { watchGrace = g }(watchGrace)
+	watchGrace = 100 * time.Millisecond
+	res, _ := runFake(t, "gone", Options{})
+	if res.Hung != nil || res.Signal != "" || res.ExitCode != 0 {
+		t.Errorf("Hung = %+v, exit %d (%s); want no hang and the program's own exit 0", res.Hung, res.ExitCode, res.Signal)
 	}
 }
 

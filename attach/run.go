@@ -362,7 +362,9 @@ type server struct {
 	closed bool
 }
 
-// serve reads one process's messages until it disconnects.
+// serve reads one process's messages until it disconnects. A launch that
+// began and never ended when the connection closed is not watched further:
+// the process can no longer report it, and the program's exit says the rest.
 func (s *server) serve(c net.Conn) {
 	defer c.Close()
 	p := &Process{Names: map[string]string{}}
@@ -371,6 +373,11 @@ func (s *server) serve(c net.Conn) {
 	s.n++
 	s.res.Processes = append(s.res.Processes, p)
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		p.unwatch()
+		s.mu.Unlock()
+	}()
 	for {
 		h, err := readHeader(c)
 		if err == io.EOF {
