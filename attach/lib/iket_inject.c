@@ -135,7 +135,6 @@ typedef struct fn {
   CUdeviceptr state, table;
   size_t state_size, table_size;
   unsigned char initial[STATE_SIZE];
-  unsigned long long launches; /* launches of this function */
   /* time mode: ntimes ranges of occurrences to time, as pairs in times;
    * all when ntimes < 0 */
   long ntimes;
@@ -986,6 +985,21 @@ static size_t flush(CUcontext ctx) {
   return cu.MemsetD8(flush_bufs[i].buf, ++flush_value, flush_bytes) == CUDA_SUCCESS ? flush_bytes : 0;
 }
 
+/* drop_flush forgets ctx's flush buffer when the context is destroyed
+ * (which frees the buffer): a later context may get the same handle, and
+ * its slot is free for another context. */
+static void drop_flush(CUcontext ctx) {
+  int n = 0;
+  while (n < MAX_FLUSH && flush_bufs[n].ctx != NULL) ++n;
+  for (int i = 0; i < n; ++i)
+    if (flush_bufs[i].ctx == ctx) {
+      flush_bufs[i] = flush_bufs[n - 1];
+      flush_bufs[n - 1].ctx = NULL;
+      flush_bufs[n - 1].buf = 0;
+      return;
+    }
+}
+
 /* started_msg tells the iket process that a traced or timed launch of
  * kernel begins (it bounds how long the launch may take as a whole). */
 static void started_msg(const char *kernel, unsigned long long occ) {
@@ -1251,6 +1265,7 @@ static void callback(void *u, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, c
     if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING || cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
       pthread_mutex_lock(&mu);
       forget(((const CUpti_ResourceData *)data)->context);
+      if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) drop_flush(((const CUpti_ResourceData *)data)->context);
       pthread_mutex_unlock(&mu);
     }
     return;
