@@ -111,7 +111,9 @@ type Start struct {
 	TimeoutMS  int64  `json:"timeout_ms"`
 }
 
-// Bye is a process's counts when it exits.
+// Bye is a process's counts when it exits. Matching counts the launches
+// that matched the selection up to the end of the last --launch range: the
+// library examines no launch after it.
 type Bye struct {
 	Launches      uint64 `json:"launches"`
 	Matching      uint64 `json:"matching"`

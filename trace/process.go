@@ -27,8 +27,8 @@ type Resources struct {
 	MaxThreadsPerBlock int    `json:"max_threads_per_block"`
 	MaxActiveCTAsPerSM int    `json:"max_active_ctas_per_sm"`
 	// SASSInstructions is the kernel's instruction count in its cubin, 0
-	// when unknown (a PTX or fatbin image, or a launch inside an
-	// application).
+	// when unknown (a module loaded as PTX or a damaged image, or a name two
+	// loaded cubins give different counts).
 	SASSInstructions int `json:"sass_instructions,omitempty"`
 }
 
