@@ -13,19 +13,14 @@ import (
 const reportFile = "report.html"
 
 // writeReport writes the self-contained HTML report of launch i of c to
-// path, through a temporary file (see internal/outfile); inputs are the
-// files path must not be. It decodes the launch once.
-func writeReport(ctx context.Context, c *trace.Capture, i int, path string, inputs ...string) error {
-	f, err := outfile.CreateContext(ctx, path, append(inputs, c.Path())...)
-	if err != nil {
-		return failWith(exitError, fmt.Errorf("report: %w", err))
-	}
-	defer f.Abort()
+// path, through a temporary file (see internal/outfile). It decodes the
+// launch once.
+func writeReport(ctx context.Context, c *trace.Capture, i int, path string) error {
 	a, col, err := analyzeForReport(ctx, c, i, trace.Options{})
 	if err != nil {
 		return err
 	}
-	return commitReport(f, c, a, col)
+	return writeAnalysedReport(ctx, c, a, col, path)
 }
 
 // analyzeForReport decodes launch i of c once for both its analysis and
@@ -44,8 +39,8 @@ func analyzeForReport(ctx context.Context, c *trace.Capture, i int, opt trace.Op
 
 // writeAnalysedReport writes the report of an analysis of c whose pass fed
 // col to path, as writeReport does, without decoding again.
-func writeAnalysedReport(ctx context.Context, c *trace.Capture, a *trace.Analysis, col *report.Collector, path string, inputs ...string) error {
-	f, err := outfile.CreateContext(ctx, path, append(inputs, c.Path())...)
+func writeAnalysedReport(ctx context.Context, c *trace.Capture, a *trace.Analysis, col *report.Collector, path string) error {
+	f, err := outfile.CreateContext(ctx, path, c.Path())
 	if err != nil {
 		return failWith(exitError, fmt.Errorf("report: %w", err))
 	}
