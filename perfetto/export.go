@@ -36,6 +36,17 @@ func exportLaunch(w *Writer, l *trace.Launch, index int, notes []string) error {
 	if err != nil {
 		return fmt.Errorf("export launch %d (%s): %w", l.Index, l.Meta.Kernel, err)
 	}
+	if w.place.align {
+		// From the headers the decoder read: the host clocks were checked
+		// before anything was written, so only a launch with no started
+		// warp has no alignment; it goes at its realtime_before.
+		a, err := d.AlignHost()
+		w.place.shift = l.Meta.HostClock.RealtimeBefore
+		if err == nil {
+			w.place.shift = a.OffsetNs
+		}
+		notes = append(notes, describeAlignment(a, err))
+	}
 	info := LaunchInfo{Clocks: d.Clocks(), Window: d.Window(), Notes: notes}
 	if err := w.BeginLaunch(&l.Capture().Meta, index, l.Meta, info); err != nil {
 		return fmt.Errorf("export launch %d (%s): %w", l.Index, l.Meta.Kernel, err)

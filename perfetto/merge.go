@@ -24,8 +24,9 @@ import (
 // `iket run -- CMD` records have them); the error for one that has not
 // names its file, matches [trace.ErrNoHostClock], and comes before anything
 // is written, as does the error for host clocks out of order. A launch in
-// which no warp started is placed at its realtime_before. A single capture without them is written on its GPU's
-// timeline, there being nothing to align it with.
+// which no warp started is placed at its realtime_before. A single capture
+// without host clocks is written on its GPU's timeline, there being
+// nothing to align it with.
 //
 // Track uuids derive from (capture index, launch, SM, CTA, warp slot), so
 // the same captures in the same order give the same trace. It does not
@@ -58,17 +59,8 @@ func ExportMerged(out io.Writer, cs []*trace.Capture, opt Options) error {
 		desc := describeCapture(c, ci, shift)
 		for i := range c.NumLaunches() {
 			l := c.Launch(i)
-			w.place = placement{on: true, capture: ci, local: i, name: names[ci], desc: desc}
-			var notes []string
-			if shift {
-				a, err := trace.AlignHost(l)
-				w.place.shift = l.Meta.HostClock.RealtimeBefore
-				if err == nil {
-					w.place.shift = a.OffsetNs
-				}
-				notes = append(notes, describeAlignment(a, err))
-			}
-			if err := exportLaunch(w, l, g, notes); err != nil {
+			w.place = placement{on: true, align: shift, capture: ci, local: i, name: names[ci], desc: desc}
+			if err := exportLaunch(w, l, g, nil); err != nil {
 				return fmt.Errorf("merge %s: %w", captureLabel(c, ci), err)
 			}
 			g++
@@ -84,6 +76,7 @@ func ExportMerged(out io.Writer, cs []*trace.Capture, opt Options) error {
 // capture's track, its times shifted onto the host's clock.
 type placement struct {
 	on      bool
+	align   bool   // shift the launch onto the host's clock (exportLaunch sets shift)
 	capture int    // the capture's index in the merge
 	local   int    // the launch's index in its capture
 	shift   int64  // ns added to every time of the launch

@@ -90,6 +90,7 @@ type Decoder struct {
 	fits   []ClockFit
 	fitIdx map[uint32]int
 	window Window
+	gpu    gpuSpan // the launch's GPU interval, for AlignHost
 	next   uint64
 
 	hdr   [raw.WarpHeaderSize]byte
@@ -184,6 +185,7 @@ func (d *Decoder) index() error {
 		if h.Finished() {
 			a.add(h.EndClock, h.EndGlobaltimer)
 		}
+		d.gpu.add(h)
 		if first, n, backward := d.ringSpan(h); backward && n > 0 {
 			if n > scanChunk { // a damaged ring is left out here and reported by Next
 				if s, err := d.scanSpan(slot, first, n); err != nil || s.run >= 0 {

@@ -36,26 +36,45 @@ type HostAlignment struct {
 }
 
 // AlignHost computes l's [HostAlignment] from its host clocks and its warp
-// headers' anchors, reading the headers (64 bytes per warp slot). It returns
-// an error matching [ErrNoHostClock] when l has no host clocks, and an error
-// when they are out of order ([HostClock.Check]), no warp of l started or a
-// header cannot be read.
+// headers' anchors, reading the headers (64 bytes per warp slot) as
+// [NewDecoder] does. It returns an error matching [ErrNoHostClock] when l
+// has no host clocks, and an error when they are out of order
+// ([HostClock.Check]), no warp of l started or a header cannot be read.
 func AlignHost(l *Launch) (HostAlignment, error) {
-	hc := l.Meta.HostClock
-	if hc == nil {
-		return HostAlignment{}, fmt.Errorf("align launch %d (%s) with the host: %w", l.Index, l.Meta.Kernel, ErrNoHostClock)
+	if _, err := hostClock(l); err != nil {
+		return HostAlignment{}, err
 	}
-	if err := hc.Check(); err != nil {
-		return HostAlignment{}, fmt.Errorf("align launch %d (%s) with the host: %w", l.Index, l.Meta.Kernel, err)
-	}
-	start, end, ok, err := gpuInterval(l)
+	d, err := NewDecoder(l, Options{})
 	if err != nil {
 		return HostAlignment{}, fmt.Errorf("align launch %d (%s) with the host: %w", l.Index, l.Meta.Kernel, err)
 	}
-	if !ok {
-		return HostAlignment{}, fmt.Errorf("align launch %d (%s) with the host: no warp started, so the launch has no GPU time", l.Index, l.Meta.Kernel)
+	return d.AlignHost()
+}
+
+// AlignHost is [AlignHost] of the decoder's launch, from the headers the
+// decoder read when it was made (no read of its own).
+func (d *Decoder) AlignHost() (HostAlignment, error) {
+	hc, err := hostClock(d.l)
+	if err != nil {
+		return HostAlignment{}, err
 	}
-	return alignInterval(hc, start, end), nil
+	if !d.gpu.ok {
+		return HostAlignment{}, fmt.Errorf("align launch %d (%s) with the host: no warp started, so the launch has no GPU time", d.l.Index, d.meta.Kernel)
+	}
+	return alignInterval(hc, d.gpu.start, d.gpu.end), nil
+}
+
+// hostClock returns l's host clocks, or the error AlignHost returns for
+// none or readings out of order.
+func hostClock(l *Launch) (*HostClock, error) {
+	hc := l.Meta.HostClock
+	if hc == nil {
+		return nil, fmt.Errorf("align launch %d (%s) with the host: %w", l.Index, l.Meta.Kernel, ErrNoHostClock)
+	}
+	if err := hc.Check(); err != nil {
+		return nil, fmt.Errorf("align launch %d (%s) with the host: %w", l.Index, l.Meta.Kernel, err)
+	}
+	return hc, nil
 }
 
 // HostOffset returns the offset that maps l's GPU times onto the host's
@@ -94,48 +113,28 @@ func alignInterval(hc *HostClock, start, end int64) HostAlignment {
 	return a
 }
 
-// gpuInterval returns the earliest start anchor and the latest anchor (end
-// anchors of finished warps, start anchors of the others) of l's started
-// warps, reading the headers a chunk of slots at a time when the stride is
-// small. Headers that are not a started warp's, or whose end anchor is
-// before their start, are skipped, as the decoder skips them.
-func gpuInterval(l *Launch) (start, end int64, ok bool, err error) {
-	m := l.Meta
-	stride := m.Stride()
-	per := int64(1)
-	if stride <= 512 {
-		per = (256 << 10) / stride
+// gpuSpan is a launch's GPU interval: the earliest start anchor and the
+// latest anchor (end anchors of finished warps, start anchors of the
+// others) of the started warps whose headers the decoder keeps, leaving
+// out anchors from 2^62 ns on.
+type gpuSpan struct {
+	start, end int64
+	ok         bool
+}
+
+func (g *gpuSpan) add(h *raw.WarpHeader) {
+	if h.StartGlobaltimer > 1<<62 || h.EndGlobaltimer > 1<<62 {
+		return
 	}
-	var chunk []byte
-	var h raw.WarpHeader
-	for first := uint64(0); first < m.Warps; first += uint64(per) {
-		n := min(uint64(per), m.Warps-first)
-		size := int64(n-1)*stride + raw.WarpHeaderSize
-		if int64(cap(chunk)) < size {
-			chunk = make([]byte, size)
-		}
-		chunk = chunk[:size]
-		off := m.Offset + int64(first)*stride
-		if err := readAt(l.c.r, chunk, off); err != nil {
-			return 0, 0, false, fmt.Errorf("read warp headers at offset %d: %w", off, err)
-		}
-		for k := uint64(0); k < n; k++ {
-			raw.DecodeWarpHeader(chunk[int64(k)*stride:], &h)
-			if !h.Started() || (h.Finished() && h.EndGlobaltimer < h.StartGlobaltimer) || h.StartGlobaltimer > 1<<62 || h.EndGlobaltimer > 1<<62 {
-				continue
-			}
-			s, e := int64(h.StartGlobaltimer), int64(h.StartGlobaltimer)
-			if h.Finished() {
-				e = int64(h.EndGlobaltimer)
-			}
-			if !ok || s < start {
-				start = s
-			}
-			if !ok || e > end {
-				end = e
-			}
-			ok = true
-		}
+	s, e := int64(h.StartGlobaltimer), int64(h.StartGlobaltimer)
+	if h.Finished() {
+		e = int64(h.EndGlobaltimer)
 	}
-	return start, end, ok, nil
+	if !g.ok || s < g.start {
+		g.start = s
+	}
+	if !g.ok || e > g.end {
+		g.end = e
+	}
+	g.ok = true
 }

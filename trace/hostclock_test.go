@@ -134,3 +134,38 @@ func TestAlignHostBadClock(t *testing.T) {
 		}
 	}
 }
+
+// TestAlignHostSkipsCorruptHeader: a header the decoder rejects (flags
+// with a bit no header sets) does not widen the GPU interval: the
+// alignment is warp 0's alone.
+func TestAlignHostSkipsCorruptHeader(t *testing.T) {
+	ck := emu.Clock{MHz: 1000, Ns0: hostNs0, TickNs: 1}
+	l := &emu.Launch{Kernel: "k", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{32, 1, 1}, Capacity: 8, SMs: 2,
+		Names: emu.MustNames("RANGE load"), Clocks: map[uint32]emu.Clock{0: ck, 1: ck}}
+	w := l.Warp([3]uint32{0, 0, 0}, 0)
+	w.StartCycle, w.EndCycle = 1000, 5000
+	w = l.Warp([3]uint32{1, 0, 0}, 0)
+	w.StartCycle, w.EndCycle = 2000, 9000
+	b, err := emu.Capture(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, err := emu.Read(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c0.Launch(0).Meta
+	b[m.Offset+m.Stride()+60] |= 0x10 // warp 1's flags
+	c, err := emu.ReadResealed(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Meta.Launches[0].HostClock = &trace.HostClock{RealtimeBefore: 1_000_000, RealtimeAfter: 1_010_000, MonotonicBefore: 1, MonotonicAfter: 10_001}
+	a, err := trace.AlignHost(c.Launch(0))
+	if err != nil {
+		t.Fatalf("AlignHost: %v", err)
+	}
+	if a.GPUStart != hostNs0+1001 || a.GPUEnd != hostNs0+5001 {
+		t.Errorf("GPU interval [%d, %d], want warp 0's [%d, %d]", a.GPUStart, a.GPUEnd, int64(hostNs0+1001), int64(hostNs0+5001))
+	}
+}
