@@ -93,7 +93,7 @@ step driver-module bash -c "$IKET run -o $R/drv -- $W/driver_app $W/pipeline.cub
 step driver-library bash -c "$IKET run -o $R/lib -- $W/driver_app $W/pipeline.cubin --library && traced $R/lib"
 step cupy-nvrtc bash -c "$IKET run -o $R/cupy --baseline 'python3 $A/app.py --plain' -- python3 $A/app.py && traced $R/cupy"
 step torch-ext bash -c "$IKET run -o $R/torch -- python3 $A/torch_app.py && traced $R/torch"
-# Small captures for CI's fixtures (internal/bundled/testdata/app-*.iket).
+# Small captures for CI's fixtures (internal/bundled/testdata/app_cpp_h200.iket, app_py_h200.iket).
 step fixture-cpp "$IKET" run -o "$R/fixture-cpp" --capacity 320 --kernel pipeline --launch 1 -- "$W/app" --ctas 4 --tiles 16
 step fixture-py "$IKET" run -o "$R/fixture-py" --capacity 320 -- python3 $A/app.py --ctas 4 --tiles 16 --launches 2
 step processes bash -c "$IKET run -o $R/procs -- bash -c '$W/app & $W/app; wait' && ls -d $R/procs/pid*-gpu0 | wc -l | grep -q 2"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on the H200 (see README "GPU"): iket demo and run on the built-in
+# Runs on the H200 (see README "On a GPU machine"): iket demo and run on the built-in
 # example, then every GPU test with IKET_REQUIRE_GPU=1 so nothing can pass by
 # skipping. Expects bin/ from scripts/build-gpu.sh. Writes everything under
 # ${OUT:-./out}; prints a short table last.
