@@ -38,7 +38,7 @@
 // Lanes. Record with any lanes: the whole warp, lane 0 alone, some lanes,
 // one after the other. Lane 0 stores the warp's events; an event recorded
 // while lane 0 is elsewhere is stored apart by the lowest lane recording,
-// and the decoder puts it back in time order. Such events from different
+// and the decoder puts it back in time order (a wrap build counts it only). Such events from different
 // lowest lanes (`if (lane == 5) ...; if (lane == 7) ...`), or ranges in two
 // branches that run at once, can collide: the decoder names the warp.
 //
@@ -131,7 +131,8 @@ struct Stamp {
 namespace iket {
 
 // State is set by the runtime (cuModuleGetGlobal "iket_state") before each
-// launch. base == 0 means no buffers: events go to a scratch slot.
+// launch. base == 0 means no buffers: the warp's addresses are
+// iket_scratch's, and nothing is stored.
 struct State {
   unsigned long long base;   // device address of warp 0's header
   unsigned capacity;         // records per warp (power of two in wrap mode)
@@ -146,9 +147,9 @@ struct State {
 // tail word (8 bytes). Lane 0 stores the warp's events upward from record 0
 // (in stop mode the store of an event past capacity is predicated off; in
 // wrap mode a ring). An event recorded while lane 0 is inactive is a side
-// event: the lowest active lane takes the tail word's next count with an
-// atomic and, in stop mode, stores it downward from the last record
-// (docs/FORMAT.md section 3).
+// event: the lowest active lane stores it, in stop mode, downward from the
+// last record with a cursor of its own (a wrap build only counts it), and
+// at exit merges its count into the tail word (docs/FORMAT.md section 3).
 struct WarpHeader {
   unsigned magic;  // 0x5745_4b49 "IKEW" once the warp started
   unsigned smid;
@@ -167,8 +168,9 @@ static_assert(sizeof(WarpHeader) == 64, "iket: WarpHeader must be 64 bytes");
 }  // namespace iket
 
 // Both live in the module so the runtime finds them by name (see
-// IKET__LINKONCE for programs of several translation units). The scratch area is aligned so it never straddles a 4 GiB boundary (see
-// Warp::emit).
+// IKET__LINKONCE for programs of several translation units). iket_scratch
+// is what a warp's addresses point at without buffers; nothing is stored
+// there.
 extern "C" {
 IKET__LINKONCE __constant__ iket::State iket_state = {
     0ull, 0u, 0xffffffffu, 1u, IKET_FORMAT_VERSION, IKET__BUILD_WRAP, 0u};
@@ -226,9 +228,10 @@ __device__ __forceinline__ unsigned long long now() {
 // only the low word gets S2UR + NOP + a move from CUDA 13.0), and k + p is
 // one IADD3. The clock is read after a WARPSYNC (IKET__NOW), so an event
 // after a barrier records the time the barrier completed. The "memory"
-// clobber keeps every event in program order with the kernel's loads and
-// stores in the compiler (volatile alone orders events only with each
-// other and with other asm statements).
+// clobber keeps every record these functions store in program order with
+// the kernel's loads and stores in the compiler (volatile alone orders
+// events only with each other and with other asm statements); Batch's
+// packed records (pack_now, pack_at) carry none, their stores come later.
 // record_side does that for Warp::emit, and also stores the record at the
 // side cursor sc when this lane is the side writer: no lane below it is
 // active (lt1 is %lanemask_lt | 1, or all ones without buffers), so lane 0
@@ -345,8 +348,9 @@ __device__ __forceinline__ void record_at_c(unsigned long long addr, unsigned on
       "r"(on), "r"(k), "r"(p), "l"(clk)
       : "memory");
 }
-// record_at is record without the bound, stored when on is not zero: a wrap
-// build's address is always inside the ring, and only lane 0 stores.
+// record_at is record_side's lane-0 store without the bound, stored when on
+// is not zero: a wrap build's address is always inside the ring, and only
+// lane 0 stores.
 __device__ __forceinline__ void record_at(unsigned long long addr, unsigned on,
                                           unsigned k, unsigned p) {
   asm volatile(
@@ -408,7 +412,7 @@ __device__ __forceinline__ unsigned lane_id() {
   return l;
 }
 
-// pack_now is a record (format 2, as record writes it) with the clock now;
+// pack_now is a record (format 2, as record_side writes it) with the clock now;
 // pack_at one with a clock read earlier. For Batch, which stores later; the
 // packing repeats record_at's and record_side_c's (keep in step).
 __device__ __forceinline__ unsigned long long pack_now(unsigned k, unsigned p) {
@@ -791,7 +795,7 @@ class Warp {
   }
 #endif
   // live reports whether the launch has buffers (the runtime set
-  // iket_state.base); without, the header is the shared scratch slot.
+  // iket_state.base); without, the header is iket_scratch, never written.
   __device__ __forceinline__ bool live() const {
     return hdr_ != reinterpret_cast<const WarpHeader*>(iket_scratch);
   }
