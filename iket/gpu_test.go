@@ -117,8 +117,8 @@ func slot(t *testing.T, r *iket.TraceResult, s uint64) (raw.WarpHeader, []rawEve
 
 // bySlot decodes warp slot s's records slot by slot, as raw.Unpack reads
 // each from the start anchor in h: kind, name and payload (zero where the
-// slot is unwritten) and cycle; and the scratch slot after them, which no
-// event writes.
+// slot is unwritten) and cycle; and the tail word after them, which no
+// event writes (and exit writes only for side events).
 func bySlot(r *iket.TraceResult, s uint64, h raw.WarpHeader) (evs []rawEvent, cycles []uint64, scratch raw.Record) {
 	st := r.Meta.Stride()
 	b := r.Buffers[int64(s)*st : int64(s+1)*st]
@@ -929,11 +929,11 @@ extern "C" __global__ void pairs() {
 // in stop mode (one 16-byte store in warp slots whose record is 16-byte
 // aligned, two 8-byte stores in the others: both occur at capacities 16 and
 // 4, whose slot stride is an odd number of records; at 5 and 3 every pair
-// starts unaligned), with safe lanes, and in wrap mode. The
+// starts unaligned) and in wrap mode. The
 // records, their order and the count must be right; a pair's first record
 // carries its stamp (1000 cycles before the second); at capacities that end
 // inside a pair, after it, or just before it, the records that fit are kept
-// and the scratch slot after them stays unwritten.
+// and the tail word after them stays unwritten.
 func TestGPUPairs(t *testing.T) {
 	d := openGPU(t)
 	const a, b, c = 1, 2, 3
@@ -988,7 +988,7 @@ func TestGPUPairs(t *testing.T) {
 						t.Fatalf("slot %d records by slot (-want +got):\n%s", s, diff)
 					}
 					if scratch != 0 {
-						t.Errorf("slot %d: the scratch slot after the records holds %#x", s, uint64(scratch))
+						t.Errorf("slot %d: the tail word after the records holds %#x", s, uint64(scratch))
 					}
 					for i := first + 1; i < last; i++ {
 						gap := int64(cycles[i] - cycles[i-1])
@@ -1218,8 +1218,7 @@ extern "C" __global__ void batch(int n, int mode) {
 
 // TestGPUBatch: pairs recorded through iket::Batch land at the slots, in
 // the order and with the count that Warp's own calls give, in stop mode
-// (capacities that end inside a batch and inside a pair), with safe lanes
-// and in wrap mode; pending pairs are stored when 32 wait, at flush(), when
+// (capacities that end inside a batch and inside a pair) and in wrap mode; pending pairs are stored when 32 wait, at flush(), when
 // lanes return early and at the end; a partial warp stores each pair at
 // once. The strict decoder accepts the whole capture.
 func TestGPUBatch(t *testing.T) {
@@ -1278,7 +1277,7 @@ func TestGPUBatch(t *testing.T) {
 							t.Fatalf("slot %d records by slot (-want +got):\n%s", s, diff)
 						}
 						if scratch != 0 {
-							t.Errorf("slot %d: the scratch slot after the records holds %#x", s, uint64(scratch))
+							t.Errorf("slot %d: the tail word after the records holds %#x", s, uint64(scratch))
 						}
 					}
 					if tc.mode == trace.ModeStop && int(capacity) >= len(all) {
