@@ -18,7 +18,8 @@
 # ring runs twice: as written, and with its producer's lane 0 alone waiting
 # (--lane0-wait). The event's latency and throughput come from overhead.sh's
 # run in $OVERHEAD_WORK when there is one. Expects bin/iket. Prints the
-# table last, and writes it to $OUT/suite.txt when OUT is set.
+# table last, and writes it to $OUT/suite.txt when OUT is set. Exits 1
+# when a build or an iket run failed (its row shows dashes or is missing).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 [ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
@@ -31,6 +32,16 @@ EXTRA=("$@")
 median() { sort -n | awk '{v[NR]=$1} END {if (NR == 0) print 0; else print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 us() { "$@" | sed -n 's/.*: \([0-9.]*\) us per launch.*/\1/p'; }
 rows=()
+failed=0
+# latency DIR: the traced and baseline medians, ratio and paired ratio of
+# the iket run in DIR, or dashes and status 1 when it has none.
+latency() {
+  python3 -c 'import json,sys
+k=json.load(open(sys.argv[1]))["kernels"][0]; u=k.get("uninstrumented") or {}
+print("%9.2f %9.2f %7.4f %7.4f" % (k["instrumented"]["median_us"], u.get("median_us", 0), k.get("ratio", 0), k.get("paired_ratio", 0)))' "$1/latency.json" 2>/dev/null && return
+  echo "        -         -       -       -"
+  return 1
+}
 
 # row NAME PLAIN INSTRUMENTED KERNEL-RE ARGS...: one line of the table.
 row() {
@@ -46,9 +57,7 @@ row() {
   rm -rf "$W/run-$name"
   "$IKET" run -o "$W/run-$name" --kernel "$re" --launch 1-10 --baseline "$plain $* --launches 11" -- "$inst" "$@" --launches 11 > "$W/run-$name.log" 2>&1
   local lat
-  lat=$(python3 -c 'import json,sys
-k=json.load(open(sys.argv[1]))["kernels"][0]; u=k.get("uninstrumented") or {}
-print("%9.2f %9.2f %7.4f %7.4f" % (k["instrumented"]["median_us"], u.get("median_us", 0), k.get("ratio", 0), k.get("paired_ratio", 0)))' "$W/run-$name/latency.json" 2>/dev/null || echo "        -         -       -       -")
+  lat=$(latency "$W/run-$name") || failed=1
   local valid=strict
   "$IKET" validate "$W/run-$name/trace.iket" > "$W/validate-$name.log" 2>&1 || valid=violations
   rows+=("$(printf '%-14s %9.2f %7.4f %7.4f  %s  %s' "$name" "$p" "$(awk -v a="$c" -v b="$p" 'BEGIN { print a / b }')" \
@@ -59,7 +68,8 @@ print("%9.2f %9.2f %7.4f %7.4f" % (k["instrumented"]["median_us"], u.get("median
 build() { # build OUT SRC...: the plain build, and OUT_on with tracing
   local out=$1; shift
   nvcc -O3 -std=c++17 $ARCH -Ikernels/include -Iexamples/app -o "$out" "$@" &&
-    nvcc -O3 -std=c++17 $ARCH ${EXTRA[@]+"${EXTRA[@]}"} -Ikernels/include -Iexamples/app -DIKET_ENABLE=1 -o "${out}_on" "$@"
+    nvcc -O3 -std=c++17 $ARCH ${EXTRA[@]+"${EXTRA[@]}"} -Ikernels/include -Iexamples/app -DIKET_ENABLE=1 -o "${out}_on" "$@" ||
+    { echo "build of $out failed: its rows are left out"; failed=1; return 1; }
 }
 echo "iket suite: $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${IKET_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}, flags: ${EXTRA[*]:-none}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv,noheader 2>&1
@@ -74,9 +84,7 @@ if [ -x "$OW/modules/bench" ]; then
     "$IKET" run -o "$W/run-$k" --kernel "^$k\$" --launch 1-10 \
       --baseline "$OW/modules/bench run --kernel $k --modules $OW/modules --build off --launches 11" \
       -- "$OW/modules/bench" run --kernel "$k" --modules "$OW/modules" --build on --launches 11 > "$W/run-$k.log" 2>&1
-    lat=$(python3 -c 'import json,sys
-k=json.load(open(sys.argv[1]))["kernels"][0]; u=k.get("uninstrumented") or {}
-print("%9.2f %9.2f %7.4f %7.4f" % (k["instrumented"]["median_us"], u.get("median_us", 0), k.get("ratio", 0), k.get("paired_ratio", 0)))' "$W/run-$k/latency.json" 2>/dev/null || echo "        -         -       -       -")
+    lat=$(latency "$W/run-$k") || failed=1
     rows+=("$(printf '%-14s %9s %7s %7s  %s  %s' "hopper_$k" - - - "$lat" "$("$IKET" validate "$W/run-$k/trace.iket" > /dev/null 2>&1 && echo strict || echo violations)")")
   done
 else
@@ -91,4 +99,4 @@ fi
   done
 } | tee "$W/suite.txt"
 [ -n "${OUT:-}" ] && mkdir -p "$OUT" && cp "$W/suite.txt" "$OUT/suite.txt"
-exit 0
+exit $failed
