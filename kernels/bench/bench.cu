@@ -427,26 +427,27 @@ static void add_json(const std::string& obj) {
   g_json += (g_json.empty() ? "" : ",\n") + obj;
 }
 
+// write_bytes writes n bytes to path, naming a failure on stderr.
+static bool write_bytes(const std::string& path, const void* data, size_t n) {
+  FILE* f = fopen(path.c_str(), "wb");
+  const bool ok = f && fwrite(data, 1, n, f) == n;
+  if (!f || fclose(f) != 0 || !ok) {
+    fprintf(stderr, "FAIL: write %s: %s\n", path.c_str(), strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+// write_file writes bytes of device memory d to path.
 static bool write_file(const std::string& path, const void* d, size_t bytes) {
   std::vector<char> h(bytes);
   CK(cudaMemcpy(h.data(), d, bytes, cudaMemcpyDeviceToHost));
-  FILE* f = fopen(path.c_str(), "wb");
-  if (!f) {
-    fprintf(stderr, "FAIL: create %s: %s\n", path.c_str(), strerror(errno));
-    return false;
-  }
-  const bool ok = fwrite(h.data(), 1, bytes, f) == bytes;
-  return fclose(f) == 0 && ok;
+  return write_bytes(path, h.data(), bytes);
 }
 
-// write_text writes s to path; a failure is named and fails the run.
+// write_text writes s to path; a failure fails the run.
 static void write_text(const std::string& path, const std::string& s) {
-  FILE* f = fopen(path.c_str(), "w");
-  const bool ok = f && fputs(s.c_str(), f) >= 0;
-  if (!f || fclose(f) != 0 || !ok) {
-    fprintf(stderr, "FAIL: write %s: %s\n", path.c_str(), strerror(errno));
-    g_failed = true;
-  }
+  if (!write_bytes(path, s.data(), s.size())) g_failed = true;
 }
 
 // ---- the device ----------------------------------------------------------------
