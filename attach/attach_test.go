@@ -118,6 +118,18 @@ func TestCompare(t *testing.T) {
 	if l := a.Latency(); l == nil || !l.Settings.Serialized || l.Settings.Rounds != 2 {
 		t.Errorf("kernel a Latency() = %+v", l)
 	}
+	// The L2 flush counts only when every launch compared had it: here a
+	// baseline launch ran without (its buffer could not be allocated).
+	for _, l := range append(traced.Launches, base.Launches...) {
+		l.Info.FlushedBytes = 1 << 20
+	}
+	base.Launches[1].Info.FlushedBytes = 0
+	if f := Compare(traced, base)[0].FlushedBytes; f != 0 {
+		t.Errorf("kernel a: flushed %d bytes with a baseline launch unflushed, want 0", f)
+	}
+	if f := Compare(traced, nil)[0].FlushedBytes; f != 1<<20 {
+		t.Errorf("kernel a without a baseline: flushed %d bytes, want 1 MiB", f)
+	}
 	if _, err := json.Marshal(Compare(traced, nil)); err != nil {
 		t.Errorf("Compare without a baseline does not encode: %v", err)
 	}

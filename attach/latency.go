@@ -33,8 +33,10 @@ type KernelLatency struct {
 	// Unpaired lists the traced occurrences the baseline did not time (it
 	// launched the kernel fewer times, or the launch failed there).
 	Unpaired []uint64 `json:"unpaired,omitempty"`
-	// FlushedBytes were written before each timed launch to flush the L2
-	// (0: the launches ran with the application's cache state).
+	// FlushedBytes were written before each timed launch to flush the L2:
+	// the least any of the kernel's traced or paired baseline launches had
+	// (0: some ran with the application's cache state, a flush buffer that
+	// could not be allocated included).
 	FlushedBytes uint64   `json:"flushed_bytes"`
 	Warnings     []string `json:"warnings,omitempty"`
 }
@@ -124,7 +126,10 @@ func Compare(p, base *Process) []KernelLatency {
 			out = append(out, KernelLatency{Kernel: l.Kernel, Mangled: l.Info.Kernel, Resources: KernelResources{Instrumented: &res}})
 		}
 		k := &out[i]
-		k.FlushedBytes = l.Info.FlushedBytes
+		if !ok {
+			k.FlushedBytes = l.Info.FlushedBytes
+		}
+		k.FlushedBytes = min(k.FlushedBytes, l.Info.FlushedBytes)
 		k.Pairs = append(k.Pairs, Pair{Occurrence: l.Info.Occurrence, InstrumentedUS: *l.Info.ElapsedMS * 1000})
 	}
 	timed := map[string]map[uint64]*Launch{}
@@ -156,6 +161,7 @@ func Compare(p, base *Process) []KernelLatency {
 				}
 				continue
 			}
+			k.FlushedBytes = min(k.FlushedBytes, b.Info.FlushedBytes)
 			if k.Resources.Uninstrumented == nil {
 				res := b.Info.Resources
 				k.Resources.Uninstrumented = &res
