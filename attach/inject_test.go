@@ -351,8 +351,14 @@ func TestInject(t *testing.T) {
 			opt:  Options{Mode: ModeTime, Times: map[string][]uint64{"_Z8pipelinePfS_i": evens(20000)}},
 			check: func(t *testing.T, r *Result) {
 				p := one(t, r)
-				if p.Err != nil || len(p.Launches) < 10000 {
-					t.Errorf("%d launches timed (error %v), want the 10000 even occurrences below 20000 at least", len(p.Launches), p.Err)
+				if p.Err != nil || len(p.Launches) != 10000 {
+					t.Errorf("%d launches timed (error %v), want the 10000 even occurrences below 20000", len(p.Launches), p.Err)
+				}
+				for _, l := range p.Launches {
+					if o := l.Info.Occurrence; o%2 != 0 || o >= 20000 {
+						t.Errorf("occurrence %d timed, want only even ones below 20000", o)
+						break
+					}
 				}
 			},
 		},
