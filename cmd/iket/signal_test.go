@@ -82,14 +82,16 @@ func TestSIGTERMDuringExport(t *testing.T) {
 		code = ee.ExitCode()
 	}
 	t.Logf("exit %d after the signal; stderr: %s", code, msg.String())
-	if code != exitInterrupted && code != 0 {
-		t.Errorf("exit %d, want %d (or 0 if the export finished first): %s", code, exitInterrupted, msg.String())
-	}
-	b, _ := os.ReadFile(out)
-	if code == exitInterrupted && string(b) != "the old trace" {
-		t.Errorf("the old trace is now %d bytes", len(b))
-	}
 	if m, _ := filepath.Glob(filepath.Join(dir, ".trace.pftrace.tmp*")); len(m) > 0 {
 		t.Errorf("left %v behind", m)
+	}
+	if code == 0 {
+		t.Skip("the export finished before the signal reached it: nothing about SIGTERM was checked")
+	}
+	if code != exitInterrupted {
+		t.Errorf("exit %d, want %d: %s", code, exitInterrupted, msg.String())
+	}
+	if b, _ := os.ReadFile(out); string(b) != "the old trace" {
+		t.Errorf("the old trace is now %d bytes", len(b))
 	}
 }
