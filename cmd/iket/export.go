@@ -28,6 +28,11 @@ type exportOptions struct {
 	launch   int
 }
 
+// writer is the Writer's options the flags ask for.
+func (o *exportOptions) writer() perfetto.Options {
+	return perfetto.Options{Compress: o.compress, Flows: o.flows && !o.noFlows, Counters: o.counters, RawCycles: o.rawCyc}
+}
+
 func newExportCmd(stdout, stderr io.Writer) *cobra.Command {
 	var o exportOptions
 	cmd := &cobra.Command{
@@ -124,7 +129,7 @@ func runExport(ctx context.Context, path string, o exportOptions, stdout io.Writ
 	if o.launch >= 0 {
 		return failWith(exitError, fmt.Errorf("export: --launch is for --format html; a %s export holds every launch", format))
 	}
-	if err := writeExport(ctx, c, o.output, format, perfetto.Options{Compress: o.compress, Flows: o.flows && !o.noFlows, Counters: o.counters, RawCycles: o.rawCyc}); err != nil {
+	if err := writeExport(ctx, c, o.output, format, o.writer()); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", o.output)
@@ -204,7 +209,7 @@ func runExportMerged(ctx context.Context, paths []string, o exportOptions, stdou
 		}
 		cs = append(cs, c)
 	}
-	if err := writeMerged(ctx, cs, o.output, perfetto.Options{Compress: o.compress, Flows: o.flows && !o.noFlows, Counters: o.counters, RawCycles: o.rawCyc}); err != nil {
+	if err := writeMerged(ctx, cs, o.output, o.writer()); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", o.output)
