@@ -2,14 +2,12 @@ package perfetto
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -71,25 +69,17 @@ func WriteJSON(out io.Writer, c *trace.Capture) error {
 	return nil
 }
 
-// captureOrigin returns 1 us before the earliest start_globaltimer of any
-// started warp, read from the warp headers alone.
+// captureOrigin returns 1 us before the earliest start anchor of any
+// started warp ([trace.Decoder.GPUSpan]).
 func captureOrigin(c *trace.Capture) (int64, error) {
 	origin := int64(math.MaxInt64)
-	var h [raw.WarpHeaderSize]byte
 	for i := range c.NumLaunches() {
-		l := c.Launch(i)
-		r := l.SectionReader()
-		st := l.Meta.Stride()
-		for s := uint64(0); s < l.Meta.Warps; s++ {
-			if _, err := r.ReadAt(h[:], int64(s)*st); err != nil {
-				return 0, fmt.Errorf("read header of launch %d warp %d: %w", i, s, err)
-			}
-			if binary.LittleEndian.Uint32(h[0:]) != raw.WarpMagic {
-				continue
-			}
-			if t := int64(binary.LittleEndian.Uint64(h[24:])); t >= 0 && t < origin {
-				origin = t
-			}
+		d, err := trace.NewDecoder(c.Launch(i), trace.Options{})
+		if err != nil {
+			return 0, fmt.Errorf("launch %d: %w", i, err)
+		}
+		if t, _, ok := d.GPUSpan(); ok && t >= 0 {
+			origin = min(origin, t)
 		}
 	}
 	if origin == math.MaxInt64 {

@@ -58,10 +58,19 @@ func (d *Decoder) AlignHost() (HostAlignment, error) {
 	if err != nil {
 		return HostAlignment{}, err
 	}
-	if !d.gpu.ok {
+	start, end, ok := d.GPUSpan()
+	if !ok {
 		return HostAlignment{}, fmt.Errorf("align launch %d (%s) with the host: no warp started, so the launch has no GPU time", d.l.Index, d.meta.Kernel)
 	}
-	return alignInterval(hc, d.gpu.start, d.gpu.end), nil
+	return alignInterval(hc, start, end), nil
+}
+
+// GPUSpan returns the launch's GPU interval, globaltimer ns: the earliest
+// start anchor and the latest anchor (end anchors of finished warps, start
+// anchors of the others) of the started warps whose headers the decoder
+// keeps; ok is false when no warp started.
+func (d *Decoder) GPUSpan() (start, end int64, ok bool) {
+	return d.gpu.start, d.gpu.end, d.gpu.ok
 }
 
 // hostClock returns l's host clocks, or the error AlignHost returns for
