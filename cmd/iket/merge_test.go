@@ -93,12 +93,15 @@ func TestWriteAppMerged(t *testing.T) {
 	paths := []string{
 		hostCapture(t, out, "pid10-gpu0/trace.iket", 10, 0, 1_765_000_000_000_000_000),
 		hostCapture(t, out, "pid10-gpu1/trace.iket", 10, 0, 1_765_000_000_000_100_000),
-		filepath.Join(out, "pid11-gpu0", captureFile), // its group failed: left out
+		filepath.Join(out, "pid11-gpu0", captureFile), // missing: left out with a warning
 	}
 	var w bytes.Buffer
 	writeAppMerged(context.Background(), out, paths, &w)
 	if !strings.Contains(w.String(), "wrote "+filepath.Join(out, mergedFile)) {
 		t.Errorf("output %q does not say it wrote %s", w.String(), mergedFile)
+	}
+	if !strings.Contains(w.String(), "warning: "+paths[2]+" left out") {
+		t.Errorf("output %q does not name the missing capture", w.String())
 	}
 	f, err := os.Open(filepath.Join(out, mergedFile))
 	if err != nil {

@@ -227,6 +227,7 @@ func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, res, 
 		}
 	}
 	var firstErr error
+	var written []string // the groups' captures, for the merged trace
 	for _, g := range groups {
 		dir := o.out
 		if len(groups) > 1 {
@@ -239,12 +240,16 @@ func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, res, 
 		if g.proc == res.Processes[0] {
 			args = argv
 		}
-		if err := writeAppGroup(ctx, dir, g, args, baseArgs, matched[g.proc], gpus, w); err != nil && firstErr == nil {
-			firstErr = err
+		if err := writeAppGroup(ctx, dir, g, args, baseArgs, matched[g.proc], gpus, w); err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+		} else {
+			written = append(written, filepath.Join(dir, captureFile))
 		}
 	}
 	if len(groups) > 1 && ctx.Err() == nil {
-		writeAppMerged(ctx, o.out, groupCaptures(o.out, groups), w)
+		writeAppMerged(ctx, o.out, written, w)
 	}
 	if res.Hung != nil {
 		fmt.Fprintf(w, "iket: %s did not finish within %v: its process was killed\n", safeText(res.Hung.Kernel), o.timeout)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/iket-trace/iket/perfetto"
@@ -15,10 +14,10 @@ import (
 // wrote several (processes or GPUs), on the host's clock.
 const mergedFile = "merged.pftrace"
 
-// writeAppMerged writes out/merged.pftrace from the captures of an
-// application run that wrote several, as `iket export A B ... -o` does. It
-// is best effort: a capture that is missing (its group failed) is left out,
-// and an error is printed as a warning; the run's exit status is not
+// writeAppMerged writes out/merged.pftrace from the captures an
+// application run wrote (paths), as `iket export A B ... -o` does. It is
+// best effort: a capture that cannot be opened is left out with a warning,
+// and so is an error writing the merge; the run's exit status is not
 // changed.
 func writeAppMerged(ctx context.Context, out string, paths []string, w io.Writer) {
 	var cs []*trace.Capture
@@ -30,9 +29,7 @@ func writeAppMerged(ctx context.Context, out string, paths []string, w io.Writer
 	for _, p := range paths {
 		c, err := trace.OpenContext(ctx, p)
 		if err != nil {
-			if !os.IsNotExist(err) {
-				fmt.Fprintf(w, "iket: warning: %s left out of %s: %v\n", p, mergedFile, err)
-			}
+			fmt.Fprintf(w, "iket: warning: %s left out of %s: %v\n", p, mergedFile, err)
 			continue
 		}
 		cs = append(cs, c)
@@ -46,14 +43,4 @@ func writeAppMerged(ctx context.Context, out string, paths []string, w io.Writer
 		return
 	}
 	fmt.Fprintf(w, "iket: wrote %s: %d captures on one timeline, on the host's CLOCK_REALTIME\n", path, len(cs))
-}
-
-// groupCaptures returns the capture paths of groups, as reportApp names
-// their folders when there are several.
-func groupCaptures(out string, groups []*appGroup) []string {
-	var paths []string
-	for _, g := range groups {
-		paths = append(paths, filepath.Join(out, fmt.Sprintf("pid%d-gpu%d", g.proc.Hello.PID, g.device), captureFile))
-	}
-	return paths
 }
