@@ -758,11 +758,18 @@ static unsigned long long occurrence(const char *name) {
   return 0;
 }
 
+/* time_this reports whether occurrence occ is to be timed: the ranges are
+ * sorted and apart (the iket process sends them so), so a binary search
+ * finds the last one starting at or before occ. */
 static int time_this(const fn *e, unsigned long long occ) {
   if (e->ntimes < 0) return 1;
-  for (long i = 0; i < e->ntimes; ++i)
-    if (occ >= e->times[2 * i] && occ <= e->times[2 * i + 1]) return 1;
-  return 0;
+  long lo = 0, hi = e->ntimes; /* ranges [0, lo) start at or before occ */
+  while (lo < hi) {
+    long mid = lo + (hi - lo) / 2;
+    if (e->times[2 * mid] <= occ) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 && occ <= e->times[2 * (lo - 1) + 1];
 }
 
 /* ---- a traced launch ---- */
