@@ -53,7 +53,8 @@ func marks(l *emu.Launch, n int) *emu.Warp {
 
 func TestLayout(t *testing.T) {
 	names := emu.MustNames("MARK m")
-	// want lists, per slot (capacity 4 records + scratch), the index of the
+	// want lists, per slot (capacity 4 records + the slot after them, version
+	// 3's tail word, zero without side events), the index of the
 	// event it holds, or -1 when never written.
 	const done = raw.FlagStarted | raw.FlagFinished
 	tests := []struct {
@@ -81,7 +82,7 @@ func TestLayout(t *testing.T) {
 		{"limit reached by the last event", trace.ModeWrap, 6, func(w *emu.Warp) { w.SaturateAt = 6 },
 			[]int{4, 5, 2, 3, -1}, 6, done | raw.FlagCountSaturated},
 	}
-	for _, ver := range []int{1, 2} {
+	for _, ver := range []int{1, 2, 3} {
 		for _, tt := range tests {
 			t.Run(fmt.Sprintf("v%d %s", ver, tt.name), func(t *testing.T) {
 				testLayout(t, ver, names, tt.mode, tt.n, tt.set, tt.want, tt.count, tt.flags)
