@@ -23,3 +23,15 @@ func TestNewSamples(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareUnequal: Compare pairs rounds up to the shorter list, leaves
+// out a round with a time of 0, and takes the ratio of all rounds' medians.
+func TestCompareUnequal(t *testing.T) {
+	s, ratio, paired := Compare([]float64{1, 2, 0}, []float64{2, 4, 6, 8})
+	if s.MedianUS != 5 || len(s.RoundsUS) != 4 || ratio != 5 || paired != 2 {
+		t.Errorf("Compare: samples %+v, ratio %v, paired %v; want median 5 of 4 rounds, ratio 5, paired 2", s, ratio, paired)
+	}
+	if _, ratio, paired := Compare(nil, []float64{3}); ratio != 0 || paired != 0 {
+		t.Errorf("no baseline: ratio %v, paired %v, want 0 and 0", ratio, paired)
+	}
+}

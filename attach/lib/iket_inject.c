@@ -1285,9 +1285,9 @@ static void callback(void *u, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, c
     /* A traced or timed launch held the lock from its ENTER: no other
      * launch may start while iket_state points at its buffers. */
     if (*d->correlationData != 0) {
-      int mode = relaxed();
+      int m = relaxed();
       launch_exit(d);
-      restore(mode);
+      restore(m);
       pthread_mutex_unlock(&mu);
     }
     return;
