@@ -738,18 +738,18 @@ static unsigned long long sass_count(const char *name) {
 
 /* occurrence counts the process's launches of a kernel by name, so that
  * one reloaded module or several contexts keep one count. */
-typedef struct occ {
-  struct occ *next;
+typedef struct name_count {
+  struct name_count *next;
   unsigned long long n;
   char name[];
-} occ;
-static occ *occs[FN_BUCKETS];
+} name_count;
+static name_count *occs[FN_BUCKETS];
 
 static unsigned long long occurrence(const char *name) {
   unsigned h = name_hash(name);
-  for (occ *o = occs[h]; o; o = o->next)
+  for (name_count *o = occs[h]; o; o = o->next)
     if (strcmp(o->name, name) == 0) return o->n++;
-  occ *o = malloc(sizeof *o + strlen(name) + 1);
+  name_count *o = malloc(sizeof *o + strlen(name) + 1);
   if (o == NULL) return 0;
   strcpy(o->name, name);
   o->n = 1;
