@@ -288,50 +288,6 @@ func TestInject(t *testing.T) {
 			},
 		},
 		{
-			name: "a later traced launch gets the kept buffers zeroed again",
-			// pipeline's warps record 9 events, then h's 2 and hang: a
-			// record left from the first launch would come after them.
-			args: []string{"--kernel", "_Z8pipelinePfS_i", "pc", "--kernel", "_Z1hv", "hang", "--launches", "1"},
-			opt:  Options{Kernel: regexp.MustCompile(`.`), Launches: mustSel(t, "all"), LaunchTimeout: 300 * time.Millisecond},
-			check: func(t *testing.T, r *Result) {
-				if r.Hung == nil {
-					t.Fatalf("no hung launch")
-				}
-				meta, bufs, left, err := one(t, r).Capture("iket test", nil, nil)
-				if err != nil || len(left) > 0 {
-					t.Fatalf("Capture: %v (left out %v)", err, left)
-				}
-				var b bytes.Buffer
-				if err := trace.WriteCapture(&b, &meta, bufs); err != nil {
-					t.Fatalf("WriteCapture: %v", err)
-				}
-				c, err := trace.Read(bytes.NewReader(b.Bytes()), int64(b.Len()))
-				if err != nil {
-					t.Fatalf("read the capture: %v", err)
-				}
-				if c.NumLaunches() != 2 {
-					t.Fatalf("%d launches in the capture, want 2", c.NumLaunches())
-				}
-				for i, want := range []int{9, 2} {
-					d, err := trace.NewDecoder(c.Launch(i), trace.Options{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					warps := 0
-					err = d.Each(func(w *trace.Warp) error {
-						warps++
-						if len(w.Events) != want {
-							t.Errorf("launch %d, CTA %d warp %d: %d events, want %d", i, w.CTA, w.Warp, len(w.Events), want)
-						}
-						return nil
-					}, func(e *trace.WarpError) error { return e })
-					if err != nil || warps != 8 {
-						t.Fatalf("launch %d: %d warps decoded, want 8 (%v)", i, warps, err)
-					}
-				}
-			},
-		},
-		{
 			name: "a hung launch: its buffers, the process killed",
 			args: []string{"--kernel", "_Z1hv", "hang"},
 			opt:  Options{LaunchTimeout: 300 * time.Millisecond},

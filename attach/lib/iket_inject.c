@@ -107,18 +107,11 @@ static int watch;
 static long timeout_ms = 10000;
 static size_t flush_bytes; /* IKET_FLUSH_L2: bytes written before each timed launch */
 static unsigned char flush_value;
-/* Per context: its flush buffer (each GPU's L2 is flushed with its own)
- * and the device warp buffers of its traced launches, kept from one traced
- * launch to the next (grown when a launch needs more): freeing and
- * allocating device memory between launches slowed each traced launch
- * beyond its baseline (docs/RUNTIME.md, step 3). */
+/* One flush buffer per context: each GPU's L2 is flushed with its own. */
 #define MAX_FLUSH 64
 static struct {
   CUcontext ctx;
   CUdeviceptr buf;
-  int flush_tried; /* buf allocated, or its allocation failed */
-  CUdeviceptr warp; /* 0: none kept */
-  size_t warp_n;
 } flush_bufs[MAX_FLUSH];
 static int nranges;
 static unsigned long long ranges[MAX_RANGES][2];
@@ -800,62 +793,9 @@ static void free_pending(pending *p) {
   free(p);
 }
 
-/* ctx_slot is ctx's entry in flush_bufs, taken when it has none; -1 when
- * every entry is taken. */
-static int ctx_slot(CUcontext ctx) {
-  int i = 0;
-  while (i < MAX_FLUSH && flush_bufs[i].ctx != NULL && flush_bufs[i].ctx != ctx) ++i;
-  if (i == MAX_FLUSH) return -1;
-  flush_bufs[i].ctx = ctx;
-  return i;
-}
-
-/* drop_kept frees entry i's kept warp buffers, if any (i < 0: none). */
-static void drop_kept(int i) {
-  if (i < 0 || flush_bufs[i].warp == 0) return;
-  cu.MemFree(flush_bufs[i].warp);
-  flush_bufs[i].warp = 0;
-  flush_bufs[i].warp_n = 0;
-}
-
-/* window is the first address in [d, d+n) from which need bytes do not
- * straddle a 4 GiB boundary (allocations are 256-byte aligned; base is too
- * where it can be), or 0 when there is none. */
-static CUdeviceptr window(CUdeviceptr d, size_t n, size_t need) {
-  CUdeviceptr base = (d + 255) & ~(CUdeviceptr)255;
-  if (base + need > d + n) base = d;
-  if ((base >> 32) == ((base + need - 1) >> 32)) return base;
-  CUdeviceptr next = ((base >> 32) + 1) << 32;
-  return next + need <= d + n ? next : 0;
-}
-
-/* device_buffers gives a traced launch at least n bytes of device memory
- * at *d, *got of them: the context's kept allocation when it is large
- * enough, else a new one that replaces it (owned by the launch when the
- * context has no entry). */
-static CUresult device_buffers(pending *p, size_t n, CUdeviceptr *d, size_t *got) {
-  int i = ctx_slot(p->fn->ctx);
-  if (i >= 0 && flush_bufs[i].warp != 0 && flush_bufs[i].warp_n >= n) {
-    *d = flush_bufs[i].warp;
-    *got = flush_bufs[i].warp_n;
-    return CUDA_SUCCESS;
-  }
-  drop_kept(i);
-  CUresult r = cu.MemAlloc(d, n);
-  if (r != CUDA_SUCCESS) return r;
-  *got = n;
-  if (i >= 0) {
-    flush_bufs[i].warp = *d;
-    flush_bufs[i].warp_n = n;
-  } else {
-    p->dbuf = *d;
-  }
-  return CUDA_SUCCESS;
-}
-
 /* alloc_buffers takes p->size bytes that do not straddle a 4 GiB boundary
- * (docs/FORMAT.md section 3) and zeroes them: when an allocation has no
- * such window, one of twice the size holds one. */
+ * (docs/FORMAT.md section 3): when an allocation does, one of twice the size
+ * holds a half that does not. */
 static CUresult alloc_buffers(pending *p) {
   size_t need = p->size + 32;
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -872,22 +812,27 @@ static CUresult alloc_buffers(pending *p) {
         return r;
       }
       p->hbuf = h;
-    } else if ((r = device_buffers(p, n, &d, &n)) != CUDA_SUCCESS) {
-      return r;
+    } else {
+      if ((r = cu.MemAlloc(&d, n)) != CUDA_SUCCESS) return r;
+      p->dbuf = d;
     }
-    CUdeviceptr base = window(d, n, need);
-    if (base == 0) {
-      if (attempt == 1) return CUDA_ERROR_INVALID_VALUE;
-      if (p->hbuf) cu.MemFreeHost(p->hbuf);
-      if (p->dbuf) cu.MemFree(p->dbuf);
-      p->hbuf = NULL;
-      p->dbuf = 0;
-      if (!watch) drop_kept(ctx_slot(p->fn->ctx)); /* a larger one replaces it */
-      continue;
+    CUdeviceptr base = (d + 255) & ~(CUdeviceptr)255;
+    if (base + need > d + n) base = d; /* allocations are 256-byte aligned */
+    if ((base >> 32) != ((base + need - 1) >> 32)) {
+      CUdeviceptr next = ((base >> 32) + 1) << 32;
+      if (attempt == 1 && next + need <= d + n) base = next;
+      else if (attempt == 1) return CUDA_ERROR_INVALID_VALUE;
+      else {
+        if (p->hbuf) cu.MemFreeHost(p->hbuf);
+        if (p->dbuf) cu.MemFree(p->dbuf);
+        p->hbuf = NULL;
+        p->dbuf = 0;
+        continue;
+      }
     }
     p->base = base;
     if (watch) p->hview = (const char *)p->hbuf + (base - d);
-    if (!watch && (r = cu.MemsetD8(base, 0, need)) != CUDA_SUCCESS) return r;
+    if (!watch && (r = cu.MemsetD8(d, 0, n)) != CUDA_SUCCESS) return r;
     return CUDA_SUCCESS;
   }
   return CUDA_ERROR_INVALID_VALUE;
@@ -1033,10 +978,11 @@ static void *copy_hung(pending *p) {
  * bytes written, 0 when it could not. */
 static size_t flush(CUcontext ctx) {
   if (flush_bytes == 0) return 0;
-  int i = ctx_slot(ctx);
-  if (i < 0) return 0;
-  if (!flush_bufs[i].flush_tried) {
-    flush_bufs[i].flush_tried = 1;
+  int i = 0;
+  while (i < MAX_FLUSH && flush_bufs[i].ctx != NULL && flush_bufs[i].ctx != ctx) ++i;
+  if (i == MAX_FLUSH) return 0;
+  if (flush_bufs[i].ctx == NULL) {
+    flush_bufs[i].ctx = ctx;
     if (cu.MemAlloc(&flush_bufs[i].buf, flush_bytes) != CUDA_SUCCESS) {
       flush_bufs[i].buf = 0; /* said once; this context's launches run unflushed */
       note("warning", "flush", "could not allocate %zu bytes to flush the L2 before timed launches: they run with the cache as it is", flush_bytes);
@@ -1046,16 +992,17 @@ static size_t flush(CUcontext ctx) {
   return cu.MemsetD8(flush_bufs[i].buf, ++flush_value, flush_bytes) == CUDA_SUCCESS ? flush_bytes : 0;
 }
 
-/* drop_ctx forgets ctx's flush buffer and kept warp buffers when the
- * context is destroyed (which frees them): a later context may get the same
- * handle, and its entry is free for another context. */
-static void drop_ctx(CUcontext ctx) {
+/* drop_flush forgets ctx's flush buffer when the context is destroyed
+ * (which frees the buffer): a later context may get the same handle, and
+ * its slot is free for another context. */
+static void drop_flush(CUcontext ctx) {
   int n = 0;
   while (n < MAX_FLUSH && flush_bufs[n].ctx != NULL) ++n;
   for (int i = 0; i < n; ++i)
     if (flush_bufs[i].ctx == ctx) {
       flush_bufs[i] = flush_bufs[n - 1];
-      memset(&flush_bufs[n - 1], 0, sizeof flush_bufs[n - 1]);
+      flush_bufs[n - 1].ctx = NULL;
+      flush_bufs[n - 1].buf = 0;
       return;
     }
 }
@@ -1325,7 +1272,7 @@ static void callback(void *u, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, c
     if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING || cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
       pthread_mutex_lock(&mu);
       forget(((const CUpti_ResourceData *)data)->context);
-      if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) drop_ctx(((const CUpti_ResourceData *)data)->context);
+      if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) drop_flush(((const CUpti_ResourceData *)data)->context);
       pthread_mutex_unlock(&mu);
     }
     return;
