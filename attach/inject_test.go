@@ -163,13 +163,13 @@ func TestInject(t *testing.T) {
 					t.Fatalf("traced %d launches, want 2", len(tr))
 				}
 				for _, l := range tr {
-					if l.Info.FlushedBytes != 1<<20 || l.Info.WarmUS < 2000 {
-						t.Errorf("launch %d: flushed %d bytes after %d us busy, want 1 MiB after at least 2000", l.Info.Occurrence, l.Info.FlushedBytes, l.Info.WarmUS)
+					if l.Info.FlushedBytes != 1<<20 {
+						t.Errorf("launch %d: flushed %d bytes, want 1 MiB", l.Info.Occurrence, l.Info.FlushedBytes)
 					}
 				}
 				k := Compare(r.Processes[0], nil)
-				if len(k) != 1 || k[0].FlushedBytes != 1<<20 || k[0].WarmUS < 2000 {
-					t.Errorf("latency %+v, want the flush and the warm-up recorded", k)
+				if len(k) != 1 || k[0].FlushedBytes != 1<<20 {
+					t.Errorf("latency %+v, want the flush recorded", k)
 				}
 			},
 		},

@@ -9,7 +9,7 @@ import (
 
 // Boundary states what an application launch's time covers.
 const Boundary = "one kernel launch inside the application, CUDA events recorded on its own stream right before and after it; " +
-	"the GPU drained before it (traced and timed launches run alone) and, unless --no-flush-l2, kept busy for 2 ms writing a buffer larger than the L2, then the L2 flushed; the application's own inputs"
+	"the GPU drained before it (traced and timed launches run alone) and, unless --no-flush-l2, the L2 flushed; the application's own inputs"
 
 // Pair is one occurrence of a kernel timed in both programs.
 type Pair struct {
@@ -37,12 +37,8 @@ type KernelLatency struct {
 	// the least any of the kernel's traced or paired baseline launches had
 	// (0: some ran with the application's cache state, a flush buffer that
 	// could not be allocated included).
-	FlushedBytes uint64 `json:"flushed_bytes"`
-	// WarmUS is how long the GPU was kept busy writing the flush buffer
-	// before each timed launch, the least of those launches, in
-	// microseconds (0: some launch followed an idle GPU).
-	WarmUS   int64    `json:"warm_us"`
-	Warnings []string `json:"warnings,omitempty"`
+	FlushedBytes uint64   `json:"flushed_bytes"`
+	Warnings     []string `json:"warnings,omitempty"`
 }
 
 // KernelResources are the two builds' resources, the perturbation tracing
@@ -131,10 +127,9 @@ func Compare(p, base *Process) []KernelLatency {
 		}
 		k := &out[i]
 		if !ok {
-			k.FlushedBytes, k.WarmUS = l.Info.FlushedBytes, l.Info.WarmUS
+			k.FlushedBytes = l.Info.FlushedBytes
 		}
 		k.FlushedBytes = min(k.FlushedBytes, l.Info.FlushedBytes)
-		k.WarmUS = min(k.WarmUS, l.Info.WarmUS)
 		k.Pairs = append(k.Pairs, Pair{Occurrence: l.Info.Occurrence, InstrumentedUS: *l.Info.ElapsedMS * 1000})
 	}
 	timed := map[string]map[uint64]*Launch{}
@@ -167,7 +162,6 @@ func Compare(p, base *Process) []KernelLatency {
 				continue
 			}
 			k.FlushedBytes = min(k.FlushedBytes, b.Info.FlushedBytes)
-			k.WarmUS = min(k.WarmUS, b.Info.WarmUS)
 			if k.Resources.Uninstrumented == nil {
 				res := b.Info.Resources
 				k.Resources.Uninstrumented = &res

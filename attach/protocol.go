@@ -84,20 +84,17 @@ type LaunchInfo struct {
 	ElapsedMS   *float64  `json:"elapsed_ms"`
 	// FlushedBytes were written to flush the L2 right before the launch
 	// (0: none).
-	FlushedBytes uint64 `json:"flushed_bytes"`
-	// WarmUS is how long the GPU was kept busy writing the flush buffer
-	// before the flush, in microseconds (0: not at all).
-	WarmUS      int64           `json:"warm_us"`
-	HostNS      trace.HostClock `json:"host_ns"`
-	WarpsPerCTA uint32          `json:"warps_per_cta"`
-	Warps       uint64          `json:"warps"`
-	Capacity    uint32          `json:"capacity"`
-	Version     int             `json:"version"`
-	Build       int             `json:"build"`
-	Watch       bool            `json:"watch"`
-	BufferBytes uint64          `json:"buffer_bytes"`
-	Resources   trace.Resources `json:"resources"`
-	Device      Device          `json:"device"`
+	FlushedBytes uint64          `json:"flushed_bytes"`
+	HostNS       trace.HostClock `json:"host_ns"`
+	WarpsPerCTA  uint32          `json:"warps_per_cta"`
+	Warps        uint64          `json:"warps"`
+	Capacity     uint32          `json:"capacity"`
+	Version      int             `json:"version"`
+	Build        int             `json:"build"`
+	Watch        bool            `json:"watch"`
+	BufferBytes  uint64          `json:"buffer_bytes"`
+	Resources    trace.Resources `json:"resources"`
+	Device       Device          `json:"device"`
 }
 
 // Skip is a launch that could not be traced.

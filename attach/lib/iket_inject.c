@@ -18,8 +18,7 @@
  * Environment (set by `iket run`): IKET_SOCKET, IKET_MODE (trace or time),
  * IKET_CAPACITY, IKET_LAUNCHES (ranges of matching launches to trace, e.g.
  * "0-0,3-5"), IKET_WATCH (1: host-mapped buffers), IKET_TIMEOUT_MS,
- * IKET_FLUSH_L2 (bytes to write before each timed launch), IKET_WARM_US
- * (microseconds the GPU is kept busy writing them first; default 2000),
+ * IKET_FLUSH_L2 (bytes to write before each timed launch),
  * IKET_CUPTI_LIB (path of libcupti, optional). The wire format is in
  * docs/RUNTIME.md ("The injection protocol"). */
 #define _GNU_SOURCE
@@ -108,7 +107,6 @@ static int watch;
 static long timeout_ms = 10000;
 static size_t flush_bytes; /* IKET_FLUSH_L2: bytes written before each timed launch */
 static unsigned char flush_value;
-static long warm_us = 2000; /* IKET_WARM_US: the GPU kept busy before each flush */
 /* One flush buffer per context: each GPU's L2 is flushed with its own. */
 #define MAX_FLUSH 64
 static struct {
@@ -162,7 +160,6 @@ typedef struct pending {
   const void *hview; /* watch: the host address of base */
   CUevent ev0, ev1;
   size_t flushed; /* bytes written to flush the L2 before it */
-  long warmed;    /* microseconds the GPU was kept busy before the flush */
   struct timespec rt0, mono0;
   const char *family;
 } pending;
@@ -909,7 +906,7 @@ static void report(pending *p, const char *status, CUresult err, float ms, const
           p->grid[1], p->grid[2], p->block[0], p->block[1], p->block[2], p->cluster[0], p->cluster[1], p->cluster[2],
           p->shared);
   if (ms >= 0) bprintf(&b, ",\"elapsed_ms\":%.9g", ms);
-  bprintf(&b, ",\"flushed_bytes\":%zu,\"warm_us\":%ld", p->flushed, p->warmed);
+  bprintf(&b, ",\"flushed_bytes\":%zu", p->flushed);
   bprintf(&b, ",\"host_ns\":{\"realtime_before\":%lld,\"realtime_after\":%lld,\"monotonic_before\":%lld,"
               "\"monotonic_after\":%lld}",
           ns(&p->rt0), ns(&rt1), ns(&p->mono0), ns(&mono1));
@@ -978,13 +975,8 @@ static void *copy_hung(pending *p) {
 }
 
 /* flush writes ctx's flush buffer (allocated on first use) and returns the
- * bytes written, 0 when it could not. First it keeps the GPU busy writing
- * the buffer for warm_us (each write waited for): a launch that follows the
- * GPU idle for milliseconds (a traced launch after its buffers were copied
- * back) ran slower than one that follows its flush at once (docs/RUNTIME.md,
- * step 4). *warmed is the time spent so, in microseconds. */
-static size_t flush(CUcontext ctx, long *warmed) {
-  *warmed = 0;
+ * bytes written, 0 when it could not. */
+static size_t flush(CUcontext ctx) {
   if (flush_bytes == 0) return 0;
   int i = 0;
   while (i < MAX_FLUSH && flush_bufs[i].ctx != NULL && flush_bufs[i].ctx != ctx) ++i;
@@ -997,15 +989,6 @@ static size_t flush(CUcontext ctx, long *warmed) {
     }
   }
   if (flush_bufs[i].buf == 0) return 0;
-  if (warm_us > 0) {
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    do {
-      if (cu.MemsetD8(flush_bufs[i].buf, ++flush_value, flush_bytes) != CUDA_SUCCESS || cu.CtxSynchronize() != CUDA_SUCCESS) break;
-      clock_gettime(CLOCK_MONOTONIC, &t);
-      *warmed = (long)((ns(&t) - ns(&t0)) / 1000);
-    } while (*warmed < warm_us);
-  }
   return cu.MemsetD8(flush_bufs[i].buf, ++flush_value, flush_bytes) == CUDA_SUCCESS ? flush_bytes : 0;
 }
 
@@ -1105,7 +1088,7 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
   /* The L2 flush: a buffer larger than the L2 written before every timed
    * launch, in both the traced and the baseline program, so that each
    * starts cold whatever iket or the program touched before it. */
-  p->flushed = flush(e->ctx, &p->warmed);
+  p->flushed = flush(e->ctx);
   /* Memsets run on the legacy stream, which a non-blocking stream does not
    * wait for: the buffers are zero and the flush done before the launch. */
   if ((r = cu.CtxSynchronize()) != CUDA_SUCCESS) {
@@ -1413,8 +1396,6 @@ EXPORT int InitializeInjection(void) {
   watch = w && strcmp(w, "1") == 0;
   const char *t = getenv("IKET_TIMEOUT_MS");
   if (t && atol(t) > 0) timeout_ms = atol(t);
-  const char *wu = getenv("IKET_WARM_US");
-  if (wu && *wu) warm_us = atol(wu);
   const char *fl = getenv("IKET_FLUSH_L2");
   if (fl && atoll(fl) > 0) flush_bytes = (size_t)atoll(fl);
   const char *l = getenv("IKET_LAUNCHES");
