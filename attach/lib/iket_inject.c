@@ -18,7 +18,8 @@
  * Environment (set by `iket run`): IKET_SOCKET, IKET_MODE (trace or time),
  * IKET_CAPACITY, IKET_LAUNCHES (ranges of matching launches to trace, e.g.
  * "0-0,3-5"), IKET_WATCH (1: host-mapped buffers), IKET_TIMEOUT_MS,
- * IKET_FLUSH_L2 (bytes to write before each timed launch),
+ * IKET_FLUSH_L2 (bytes to write before each timed launch), IKET_IDLE_MS
+ * (how long the GPU is left idle before the flush; default 20),
  * IKET_CUPTI_LIB (path of libcupti, optional). The wire format is in
  * docs/RUNTIME.md ("The injection protocol"). */
 #define _GNU_SOURCE
@@ -107,6 +108,7 @@ static int watch;
 static long timeout_ms = 10000;
 static size_t flush_bytes; /* IKET_FLUSH_L2: bytes written before each timed launch */
 static unsigned char flush_value;
+static long idle_ms = 20; /* IKET_IDLE_MS: the GPU left idle before each flush */
 /* One flush buffer per context: each GPU's L2 is flushed with its own. */
 #define MAX_FLUSH 64
 static struct {
@@ -1088,6 +1090,16 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
   /* The L2 flush: a buffer larger than the L2 written before every timed
    * launch, in both the traced and the baseline program, so that each
    * starts cold whatever iket or the program touched before it. */
+  /* The same idle time before every traced and timed launch: a launch that
+   * follows milliseconds of an idle GPU (a traced one, after its buffers
+   * were copied back and new ones zeroed) ran slower than one right after
+   * the previous (docs/RUNTIME.md, step 4), so both programs wait for
+   * their memsets and then leave the GPU idle for idle_ms. */
+  if (flush_bytes > 0 && idle_ms > 0 && cu.CtxSynchronize() == CUDA_SUCCESS) {
+    struct timespec t = {idle_ms / 1000, (idle_ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR) {
+    }
+  }
   p->flushed = flush(e->ctx);
   /* Memsets run on the legacy stream, which a non-blocking stream does not
    * wait for: the buffers are zero and the flush done before the launch. */
@@ -1396,6 +1408,8 @@ EXPORT int InitializeInjection(void) {
   watch = w && strcmp(w, "1") == 0;
   const char *t = getenv("IKET_TIMEOUT_MS");
   if (t && atol(t) > 0) timeout_ms = atol(t);
+  const char *il = getenv("IKET_IDLE_MS");
+  if (il && *il) idle_ms = atol(il);
   const char *fl = getenv("IKET_FLUSH_L2");
   if (fl && atoll(fl) > 0) flush_bytes = (size_t)atoll(fl);
   const char *l = getenv("IKET_LAUNCHES");
