@@ -167,6 +167,11 @@ func TestInject(t *testing.T) {
 						t.Errorf("launch %d: flushed %d bytes, want 1 MiB", l.Info.Occurrence, l.Info.FlushedBytes)
 					}
 				}
+				// Each flush follows 20 ms of an idle GPU: the second launch
+				// starts at least that long after the first ended.
+				if gap := tr[1].Info.HostNS.MonotonicBefore - tr[0].Info.HostNS.MonotonicAfter; gap < 20e6 {
+					t.Errorf("launch 1 started %d ns after launch 0 ended, want at least 20 ms", gap)
+				}
 				k := Compare(r.Processes[0], nil)
 				if len(k) != 1 || k[0].FlushedBytes != 1<<20 {
 					t.Errorf("latency %+v, want the flush recorded", k)
