@@ -25,8 +25,8 @@ const appHelp = `run -- CMD runs your program with iket attached (through the CU
 injection mechanism: nothing in the program is changed or relinked) and traces
 the launches of its instrumented kernels (built with -DIKET_ENABLE=1): the
 first one, or those --kernel and --launch select. Every other launch runs
-untouched. A traced launch runs alone (the GPU drained before it, the L2
-flushed unless --no-flush-l2) and is timed with CUDA events on the launch's
+untouched. A traced launch runs alone (the GPU drained before it; unless
+--no-flush-l2, left idle 20 ms and the L2 flushed) and is timed with CUDA events on the launch's
 stream; with --baseline, the same program built without IKET_ENABLE runs
 too and the same launches are timed there, paired by kernel and occurrence. The program's stdin, stdout and stderr are its own;
 iket reports on stderr and exits with the program's exit status. In the
