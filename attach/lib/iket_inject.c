@@ -1087,9 +1087,6 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
     }
     put_state(e, p->base, capacity, p->warps_per_cta);
   }
-  /* The L2 flush: a buffer larger than the L2 written before every timed
-   * launch, in both the traced and the baseline program, so that each
-   * starts cold whatever iket or the program touched before it. */
   /* The same idle time before every traced and timed launch: a launch that
    * follows milliseconds of an idle GPU (a traced one, after its buffers
    * were copied back and new ones zeroed) ran slower than one right after
@@ -1100,6 +1097,9 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
     while (nanosleep(&t, &t) != 0 && errno == EINTR) {
     }
   }
+  /* The L2 flush: a buffer larger than the L2 written before every timed
+   * launch, in both the traced and the baseline program, so that each
+   * starts cold whatever iket or the program touched before it. */
   p->flushed = flush(e->ctx);
   /* Memsets run on the legacy stream, which a non-blocking stream does not
    * wait for: the buffers are zero and the flush done before the launch. */
