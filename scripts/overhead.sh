@@ -28,6 +28,9 @@
 #
 # Usage: scripts/overhead.sh [--quick]      (--quick: small sizes, 5 traced
 #                                           launches, smoke run)
+#        scripts/overhead.sh --suite        (what scripts/suite.sh needs: the
+#                                           builds, their check and the event
+#                                           cost, in WORK; no other step)
 # Needs: nvcc, cuobjdump, python3 with torch (cuBLAS), a C compiler (iket
 # builds its injection library on first use), and bin/iket, built on the
 # development machine by scripts/build-gpu.sh and carried.
@@ -52,7 +55,9 @@ OUT=${OUT:-./out}
 WORK=${WORK:-/tmp/iket-overhead}
 IKET=${IKET:-bin/iket}
 QUICK=""
+SUITE=""
 [ "${1:-}" = "--quick" ] && QUICK="--quick"
+[ "${1:-}" = "--suite" ] && SUITE=1
 traced_default=20
 [ -n "$QUICK" ] && traced_default=5
 TRACED=${TRACED:-$traced_default}
@@ -135,7 +140,38 @@ export -f build
 step build 300 bash -c build || { echo "build failed; stopping"; printf '%s\n' "${status[@]}"; exit 1; }
 
 B=$M/bench
+capcheck() { # capcheck DIR LAUNCH...: iket check strict and no_drops on those launches
+  local dir=$1 rc=0; shift
+  for l in "$@"; do
+    echo "--- launch $l"
+    "$IKET" check "$dir/trace.iket" --launch "$l" --expect strict --expect no_drops || rc=1
+  done
+  return $rc
+}
+export IKET
+export -f capcheck
+# eventcost: every ev_loop launch of the instrumented build traced, so its
+# events store their records; the two cases need different capacities.
+eventcost_steps() {
+  local c name tput=1024
+  [ -n "$QUICK" ] && tput=256
+  for c in latency:4096 throughput:$tput; do
+    name=eventcost-${c%%:*}
+    rm -rf "$WORK/run-$name"
+    step "$name" 120 "$IKET" run -o "$WORK/run-$name" --kernel '^ev_loop$' --launch all \
+      --capacity $((${c#*:} + 8)) -- "$B" eventcost --case "${c%%:*}" --modules "$M" --out "$WORK" $QUICK
+    step "$name-check" 60 bash -c 'capcheck "$@"' _ "$WORK/run-$name" 0 4
+    [ "${KEEP_PFTRACE:-0}" = 1 ] || rm -f "$WORK/run-$name/trace.pftrace"
+  done
+}
 step check 150 "$B" check --modules "$M" $QUICK
+if [ -n "$SUITE" ]; then
+  eventcost_steps
+  echo "steps:"
+  printf '  %s\n' "${status[@]}"
+  cat "$WORK/eventcost-latency.txt" "$WORK/eventcost-throughput.txt" 2>/dev/null
+  exit $failed
+fi
 # The SM count sizes iket's buffers below (bench prints it first).
 SMS=$(grep -o -m 1 '[0-9]\+ SMs' "$WORK/check.log" | cut -d' ' -f1)
 SMS=${SMS:-132}
@@ -174,16 +210,6 @@ iket_run() {
   step "$name-check" 120 bash -c 'capcheck "$@"' _ "$dir" 0 $((TRACED - 1))
   [ "${KEEP_PFTRACE:-0}" = 1 ] || rm -f "$dir/trace.pftrace"
 }
-capcheck() { # capcheck DIR LAUNCH...: iket check strict and no_drops on those launches
-  local dir=$1 rc=0; shift
-  for l in "$@"; do
-    echo "--- launch $l"
-    "$IKET" check "$dir/trace.iket" --launch "$l" --expect strict --expect no_drops || rc=1
-  done
-  return $rc
-}
-export IKET
-export -f capcheck
 if [ -n "$QUICK" ]; then
   GEMM_RUNS="2048"; ROWS=8192
 else
@@ -213,18 +239,7 @@ fixture pipeline pipeline "$(pipeline_cap $((8 * SMS)))" --kernel pipeline --siz
 step torch 120 python3 kernels/bench/torch_ref.py check --prefix "$WORK/gemm$CS" --size "$CS"
 rm -f "$WORK/gemm"*.bf16
 
-# eventcost: every ev_loop launch of the instrumented build traced, so its
-# events store their records; the two cases need different capacities.
-TPUT_ITERS=1024
-[ -n "$QUICK" ] && TPUT_ITERS=256
-for c in latency:4096 throughput:$TPUT_ITERS; do
-  name=eventcost-${c%%:*}
-  rm -rf "$WORK/run-$name"
-  step "$name" 120 "$IKET" run -o "$WORK/run-$name" --kernel '^ev_loop$' --launch all \
-    --capacity $((${c#*:} + 8)) -- "$B" eventcost --case "${c%%:*}" --modules "$M" --out "$WORK" $QUICK
-  step "$name-check" 60 bash -c 'capcheck "$@"' _ "$WORK/run-$name" 0 4
-  [ "${KEEP_PFTRACE:-0}" = 1 ] || rm -f "$WORK/run-$name/trace.pftrace"
-done
+eventcost_steps
 
 sass() {
   cuobjdump -sass "$M/eventcost_on.cubin" > "$WORK/eventcost_on.sass" &&

@@ -3,9 +3,11 @@
 # machine, as one table. The suite: examples/suite/ring.cu (an ld/st ring
 # through mbarriers), examples/suite/tiled_gemm.cu (a non-persistent WMMA
 # GEMM with many CTAs), examples/app (a producer/consumer pipeline over named
-# barriers), and, when scripts/overhead.sh left its build in $OVERHEAD_WORK,
-# the TMA pipeline and the persistent warp-specialized GEMM of
-# kernels/hopper through kernels/bench.
+# barriers), and the TMA pipeline and the persistent warp-specialized GEMM
+# of kernels/hopper through kernels/bench: from scripts/overhead.sh's build
+# in $OVERHEAD_WORK, which `scripts/overhead.sh --suite` makes first when it
+# is not there (the builds, their check against references, the event
+# cost).
 #
 #   scripts/suite.sh [NVCC-FLAGS...]     e.g. -I<dir> to build with another iket.cuh
 #
@@ -17,7 +19,7 @@
 # medians and paired ratio) and whether the capture validates strictly.
 # ring runs twice: as written, and with its producer's lane 0 alone waiting
 # (--lane0-wait). The event's latency and throughput come from overhead.sh's
-# run in $OVERHEAD_WORK when there is one. Expects bin/iket. Prints the
+# run in $OVERHEAD_WORK. Expects bin/iket. Prints the
 # table last, and writes it to $OUT/suite.txt when OUT is set. Exits 1
 # when a build or an iket run failed (its row shows dashes or is missing).
 set -u -o pipefail
@@ -77,6 +79,11 @@ build "$W/ring" examples/suite/ring.cu && row ring "$W/ring" "$W/ring_on" '^ring
   row ring_lane0 "$W/ring" "$W/ring_on" '^ring' --lane0-wait
 build "$W/tiled_gemm" examples/suite/tiled_gemm.cu && LAUNCHES=20 row tiled_gemm "$W/tiled_gemm" "$W/tiled_gemm_on" 'tiled_gemm'
 build "$W/app" examples/app/main.cu examples/app/scale.cu && row app_pipeline "$W/app" "$W/app_on" 'pipeline'
+if [ ! -x "$OW/modules/bench" ]; then
+  echo "no overhead.sh build in $OW: scripts/overhead.sh --suite makes it (log: $W/overhead-suite.log)"
+  OUT=$W/overhead-suite WORK=$OW bash scripts/overhead.sh --suite > "$W/overhead-suite.log" 2>&1 || {
+    echo "scripts/overhead.sh --suite failed:"; tail -n 20 "$W/overhead-suite.log"; failed=1; }
+fi
 if [ -x "$OW/modules/bench" ]; then
   # bench run prints no time of its own: the traced columns only.
   for k in pipeline gemm; do
@@ -88,7 +95,7 @@ if [ -x "$OW/modules/bench" ]; then
     rows+=("$(printf '%-14s %9s %7s %7s  %s  %s' "hopper_$k" - - - "$lat" "$("$IKET" validate "$W/run-$k/trace.iket" > /dev/null 2>&1 && echo strict || echo violations)")")
   done
 else
-  echo "no overhead.sh build in $OW: the Hopper kernels are left out (run scripts/overhead.sh first)"
+  echo "no overhead.sh build in $OW: the Hopper kernels are left out"
 fi
 {
   echo
