@@ -13,13 +13,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/iket-trace/iket/internal/raw"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/ianlancetaylor/demangle"
+
+	"github.com/iket-trace/iket/internal/raw"
 )
 
 // Mode is what the library does with selected launches.
