@@ -42,18 +42,25 @@ func TestExportLeavesOutSideLanes(t *testing.T) {
 	}
 }
 
+// emuCapture is l's capture, read.
+func emuCapture(t *testing.T, l *emu.Launch) *trace.Capture {
+	t.Helper()
+	b, err := l.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := emu.Read(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // exportProblems exports l's capture and returns how many of the launch's
 // problems hold detail, and the names of its warp tracks.
 func exportProblems(t *testing.T, l *emu.Launch, detail string) (int, []string) {
 	t.Helper()
-	raw, err := l.Capture()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := trace.Read(bytes.NewReader(raw), int64(len(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := emuCapture(t, l)
 	var out bytes.Buffer
 	if err := ExportCapture(&out, c, Options{}); err != nil {
 		t.Fatalf("export: %v", err)
@@ -84,14 +91,7 @@ func TestJSONLeavesOutSideLanes(t *testing.T) {
 	two := l.Warp([3]uint32{}, 0).Role("consumer", 1000).Push("load", 0, 1100).Pop(1200).Push("load", 1, 1300).Pop(1400)
 	two.Side, two.SideLanes = []int{1, 2, 3, 4}, 2
 	l.Warp([3]uint32{}, 1).Role("consumer", 1000).Push("load", 0, 1100).Pop(1200)
-	raw, err := l.Capture()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := trace.Read(bytes.NewReader(raw), int64(len(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := emuCapture(t, l)
 	var out bytes.Buffer
 	if err := WriteJSON(&out, c); err != nil {
 		t.Fatalf("json: %v", err)
