@@ -62,8 +62,8 @@ func Analyze(ctx context.Context, l *Launch, opt Options, also ...func(w *Warp))
 		if n := min(len(w.Violations), MaxAnalysisViolations-len(a.Violations)); n > 0 {
 			a.Violations = append(a.Violations, w.Violations[:n]...)
 		}
-		if why := w.Overwritten(); why != "" {
-			exclude(fmt.Sprintf("launch %d %s: %s, so records may be overwritten", w.Launch, w.Ref(), why))
+		if note := w.LeftOut(); note != "" {
+			exclude(fmt.Sprintf("launch %d %s", w.Launch, note))
 			return nil
 		}
 		a.Analyzer.Add(w)
