@@ -1080,9 +1080,10 @@ extern "C" __global__ void barrier_order(long long spin, int mode) {
 
 // TestGPUBarrierOrder: an event after a barrier is recorded after the
 // barrier completes: warp 1's wait lasts about as long as warp 0's spin,
-// which the barrier makes it wait for. Without the WARPSYNC before each
-// event's clock read, a CUDA 13.0 build on the H200 read the pop's clock
-// before __syncthreads completed (54-83 cycles instead of 200,000).
+// which the barrier makes it wait for. Without a store (iket.cuh's never
+// runs) before each event's clock read, a CUDA 13.0 build on the H200 read
+// the pop's clock before __syncthreads completed (54-83 cycles instead of
+// 200,000).
 func TestGPUBarrierOrder(t *testing.T) {
 	d := openGPU(t)
 	m, err := d.Compile(iket.Source{Path: "barrier.cu", Kind: iket.KindCU, Data: []byte(barrierSource)}, true, "")

@@ -131,8 +131,8 @@ struct Stamp {
 namespace iket {
 
 // State is set by the runtime (cuModuleGetGlobal "iket_state") before each
-// launch. base == 0 means no buffers: the warp's addresses are
-// iket_scratch's, and nothing is stored.
+// launch. base == 0 means no buffers: the warp's addresses are null, and
+// every store is predicated off.
 struct State {
   unsigned long long base;   // device address of warp 0's header
   unsigned capacity;         // records per warp (power of two in wrap mode)
@@ -167,14 +167,11 @@ static_assert(sizeof(WarpHeader) == 64, "iket: WarpHeader must be 64 bytes");
 
 }  // namespace iket
 
-// Both live in the module so the runtime finds them by name (see
-// IKET__LINKONCE for programs of several translation units). iket_scratch
-// is what a warp's addresses point at without buffers; nothing is stored
-// there.
+// In the module so the runtime finds it by name (see IKET__LINKONCE for
+// programs of several translation units).
 extern "C" {
 IKET__LINKONCE __constant__ iket::State iket_state = {
     0ull, 0u, 0xffffffffu, 1u, IKET_FORMAT_VERSION, IKET__BUILD_WRAP, 0u};
-IKET__LINKONCE __device__ __align__(128) unsigned long long iket_scratch[9] = {};
 }
 
 namespace iket {
@@ -199,21 +196,27 @@ __device__ __forceinline__ unsigned long long clock64v() {
   return c;
 }
 
-// IKET__NOW(r) reads the clock into r after a WARPSYNC on the active mask.
+// IKET__NOW(r, a) reads the clock into r behind a store that never runs.
 // A CS2R clock read right after a barrier (__syncthreads:
-// BAR.SYNC.DEFER_BLOCKING) runs before the barrier completes; after a store,
-// a shared load, a NOP (what the WARPSYNC compiles to there), S2UR, a sleep
-// or a fence it waits (measured on the H200 with CUDA 13.0): without the
-// WARPSYNC, a range_pop right after __syncthreads read its clock up to the
-// whole wait early.
-#define IKET__NOW(r)                                                         \
-  "{\n\t.reg .b32 n;\n\tactivemask.b32 n;\n\tbar.warp.sync n;\n\t}\n\t"          \
+// BAR.SYNC.DEFER_BLOCKING) runs before the barrier completes; after a store
+// (one predicated off at run time too), a shared load, a NOP, S2UR, a sleep
+// or a fence it waits (measured on the H200 with CUDA 13.0): without one, a
+// range_pop right after __syncthreads read its clock up to the whole wait
+// early. The store is predicated on the low word of the 64-bit operand a (a
+// record's address, 8-byte aligned or null) being 1: never true, which
+// ptxas cannot know, so the store stays: an ISETP and an issue slot, off
+// the clock's chain (a WARPSYNC on the active mask, which also makes the
+// clock wait, takes four instructions in a chain).
+#define IKET__NOW(r, a)                                                      \
+  "{\n\t.reg .pred f;\n\t.reg .b32 fl, fh;\n\tmov.b64 {fl, fh}, " a ";\n\t"        \
+  "setp.eq.u32 f, fl, 1;\n\t@f st.global.u32 [" a "], fl;\n\t}\n\t"             \
   "mov.u64 " r ", %%clock64;\n\t"
 
-// now is the clock read of an event (IKET__NOW), for Warp::stamp.
-__device__ __forceinline__ unsigned long long now() {
+// now is the clock read of an event (IKET__NOW), for Warp::stamp; a is the
+// warp's next record address.
+__device__ __forceinline__ unsigned long long now(unsigned long long a) {
   unsigned long long c;
-  asm volatile(IKET__NOW("%0") : "=l"(c)::"memory");
+  asm volatile(IKET__NOW("%0", "%1") : "=l"(c) : "l"(a) : "memory");
   return c;
 }
 
@@ -226,9 +229,9 @@ __device__ __forceinline__ unsigned long long now() {
 // the whole 64-bit read live, so ptxas reads it with one CS2R into the
 // register pair it stores (CUDA 12.4 and 13.0 alike; a record that keeps
 // only the low word gets S2UR + NOP + a move from CUDA 13.0), and k + p is
-// one IADD3. The clock is read after a WARPSYNC (IKET__NOW), so an event
-// after a barrier records the time the barrier completed. The "memory"
-// clobber keeps every record these functions store in program order with
+// one IADD3. The clock is read behind a store that never runs (IKET__NOW),
+// so an event after a barrier records the time the barrier completed. The
+// "memory" clobber keeps every record these functions store in program order with
 // the kernel's loads and stores in the compiler (volatile alone orders
 // events only with each other and with other asm statements); Batch's
 // packed records (pack_now, pack_at) carry none, their stores come later.
@@ -236,12 +239,11 @@ __device__ __forceinline__ unsigned long long now() {
 // side cursor sc when this lane is the side writer: no lane below it is
 // active (lt1 is %lanemask_lt | 1, or all ones without buffers), so lane 0
 // is not recording. Such a lane stores while sc >= first and steps sc down
-// by 8, not below floor. Branch-free: the active mask (VOTE, which the
-// WARPSYNC before the clock reuses), one LOP3 and one ISETP, a store and a
-// step, both predicated off in lane 0's events. The PTX both share: the
-// declarations, lane 0's bound and the active mask (head); lane 0's store,
-// the side writer's test, store and step (tail). Operands: %0 sc,
-// %1 addr, %2 end, %3 k, %4 p, %5 lt1, %6 first, %7 floor; c is the record.
+// by 8, not below floor. Branch-free: the active mask (VOTE), one LOP3 and
+// one ISETP, a store and a step, both predicated off in lane 0's events.
+// The PTX both share: the declarations, lane 0's bound and the active mask
+// (head); lane 0's store, the side writer's test, store and step (tail).
+// Operands: %0 sc, %1 addr, %2 end, %3 k, %4 p, %5 lt1, %6 first, %7 floor; c is the record.
 #define IKET__SIDE_HEAD                                                      \
   "{\n\t.reg .pred q, w, s;\n\t.reg .b64 c, a;\n\t"                        \
   ".reg .b32 al, ah, l, h, m, d;\n\t"                                        \
@@ -264,8 +266,7 @@ __device__ __forceinline__ void record_side(unsigned long long addr, unsigned en
                                             unsigned floor) {
   asm volatile(
       IKET__SIDE_HEAD
-      "bar.warp.sync m;\n\t"
-      "mov.u64 c, %%clock64;\n\t"
+      IKET__NOW("c", "%1")
       "mov.b64 {l, h}, c;\n\t"
       "add.u32 h, h, %3;\n\t"
       "add.u32 h, h, %4;\n\t"
@@ -322,7 +323,7 @@ __device__ __forceinline__ void record_pair(unsigned long long addr, unsigned en
       "add.u32 h, h, %2;\n\t"
       "add.u32 h, h, %3;\n\t"
       "mov.b64 c, {l, h};\n\t"
-      IKET__NOW("d")
+      IKET__NOW("d", "%0")
       "mov.b64 {l, h}, d;\n\t"
       "add.u32 h, h, %5;\n\t"
       "add.u32 h, h, %6;\n\t"
@@ -356,7 +357,7 @@ __device__ __forceinline__ void record_at(unsigned long long addr, unsigned on,
   asm volatile(
       "{\n\t.reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
       "setp.ne.u32 q, %1, 0;\n\t"
-      IKET__NOW("c")
+      IKET__NOW("c", "%0")
       "mov.b64 {l, h}, c;\n\t"
       "add.u32 h, h, %2;\n\t"
       "add.u32 h, h, %3;\n\t"
@@ -368,7 +369,7 @@ __device__ __forceinline__ void record_at(unsigned long long addr, unsigned on,
 // red_max, red_or and red_and update a header word with a reduction
 // (red.global returns nothing; atomicMax and the like on the generic pointer
 // compile to ATOM, which returns the old value) through its generic address,
-// which always points to global memory (the buffers or iket_scratch). They
+// which points to global memory (the buffers: only live warps reduce). They
 // cost what atomics do; ~Warp stores plainly where one lane may (see there).
 #define IKET__RED(fn, op)                                                  \
   __device__ __forceinline__ void fn(unsigned* p, unsigned v) {            \
@@ -414,18 +415,20 @@ __device__ __forceinline__ unsigned lane_id() {
 
 // pack_now is a record (format 2, as record_side writes it) with the clock now;
 // pack_at one with a clock read earlier. For Batch, which stores later; the
-// packing repeats record_at's and record_side_c's (keep in step).
-__device__ __forceinline__ unsigned long long pack_now(unsigned k, unsigned p) {
+// packing repeats record_at's and record_side_c's (keep in step). a is the
+// record's address (IKET__NOW's operand).
+__device__ __forceinline__ unsigned long long pack_now(unsigned k, unsigned p,
+                                                       unsigned long long a) {
   unsigned long long r;
   asm volatile(
       "{\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
-      IKET__NOW("c")
+      IKET__NOW("c", "%3")
       "mov.b64 {l, h}, c;\n\t"
       "add.u32 h, h, %1;\n\t"
       "add.u32 h, h, %2;\n\t"
       "mov.b64 %0, {l, h};\n\t}"
       : "=l"(r)
-      : "r"(k), "r"(p));
+      : "r"(k), "r"(p), "l"(a));
   return r;
 }
 __device__ __forceinline__ unsigned long long pack_at(unsigned long long clk,
@@ -507,7 +510,7 @@ class Warp {
     char* p;
     unsigned cap;
     if (s.base == 0ull) {
-      p = reinterpret_cast<char*>(iket_scratch);
+      p = nullptr;
       cap = 0u;
     } else {
       const unsigned long long cta =
@@ -520,7 +523,7 @@ class Warp {
           (cta * s.warps_per_cta + w) * stride;
       cap = s.capacity;
     }
-    hdr_ = reinterpret_cast<WarpHeader*>(p);
+    WarpHeader* const hd = reinterpret_cast<WarpHeader*>(p);
     const unsigned long long rec = reinterpret_cast<unsigned long long>(p + 64);
     hi_ = static_cast<unsigned>(rec >> 32);
     first_ = static_cast<unsigned>(rec);
@@ -551,22 +554,21 @@ class Warp {
     unsigned long long gt, clk;
     detail::anchor(&gt, &clk);
     // Every active lane stores the same values to the same addresses.
-    hdr_->smid = detail::smid();
-    hdr_->cta[0] = blockIdx.x;
-    hdr_->cta[1] = blockIdx.y;
-    hdr_->cta[2] = blockIdx.z;
-    hdr_->warp = w;
-    hdr_->start_globaltimer = gt;
-    hdr_->start_clock = clk;
-    hdr_->magic = 0x57454b49u;
-    hdr_->flags = 1u;
+    hd->smid = detail::smid();
+    hd->cta[0] = blockIdx.x;
+    hd->cta[1] = blockIdx.y;
+    hd->cta[2] = blockIdx.z;
+    hd->warp = w;
+    hd->start_globaltimer = gt;
+    hd->start_clock = clk;
+    hd->magic = 0x57454b49u;
+    hd->flags = 1u;
   }
 
   __device__ __forceinline__ ~Warp() {
-    // No buffers (no iket attached): nothing to close. Every warp of the
-    // grid would otherwise spin for a timer tick and update the one scratch
-    // header.
+    // No buffers (no iket attached): nothing to close.
     if (!live()) return;
+    WarpHeader* const hd = hdr();
     const unsigned m = detail::active_mask();
 #if IKET__BUILD_WRAP
     const unsigned n = pos_;
@@ -586,7 +588,7 @@ class Warp {
 #endif
       if (ns != 0u) {
         unsigned* const tail =
-            reinterpret_cast<unsigned*>(reinterpret_cast<char*>(hdr_) + 64 + 8ull * cap);
+            reinterpret_cast<unsigned*>(reinterpret_cast<char*>(hd) + 64 + 8ull * cap);
         detail::red_max(tail, ns);
         detail::red_add(tail + 1, 1u);
       }
@@ -604,20 +606,20 @@ class Warp {
       // same word) before lane 0's store.
       __syncwarp();
       if (detail::leader(m)) {
-        hdr_->count = n >> 3;
+        hd->count = n >> 3;
         // The pair sits at offset 40, 8-byte aligned only: two 8-byte stores.
-        hdr_->end_globaltimer = gt;
-        hdr_->end_clock = clk;
-        detail::st_low_half(&hdr_->flags, 1u | f);
+        hd->end_globaltimer = gt;
+        hd->end_clock = clk;
+        detail::st_low_half(&hd->flags, 1u | f);
       }
     } else if (detail::leader(m)) {
       // Lanes leaving apart (a partial warp, or lanes that returned early):
       // each group's leader merges its fields with reductions; the count
       // and the saturation bit are lane 0's group's.
-      if (m & 1u) detail::red_max(&hdr_->count, n >> 3);
-      hdr_->end_globaltimer = gt;
-      hdr_->end_clock = clk;
-      detail::red_or(&hdr_->flags, (m & 1u) ? f : 2u);
+      if (m & 1u) detail::red_max(&hd->count, n >> 3);
+      hd->end_globaltimer = gt;
+      hd->end_clock = clk;
+      detail::red_or(&hd->flags, (m & 1u) ? f : 2u);
     }
   }
 
@@ -669,7 +671,7 @@ class Warp {
   // with wrong tags (docs/FORMAT.md). Until the stamped event is stored, a
   // warp that hangs or faults shows the previous phase as its last.
   __device__ __forceinline__ Stamp stamp() {
-    Stamp t = {detail::now()};
+    Stamp t = {detail::now(slot(pos_))};
     return t;
   }
   // range_next(t, ...) is range_next at the instant t was stamped (no other
@@ -706,8 +708,8 @@ class Warp {
     // Reductions (lanes that already left may have set the finished bit), by
     // one lane.
     if (live() && detail::leader(detail::active_mask())) {
-      detail::red_and(&hdr_->flags, ~(0x1fffu << 16));
-      detail::red_or(&hdr_->flags, static_cast<unsigned>(role & 0x1fffu) << 16);
+      detail::red_and(&hdr()->flags, ~(0x1fffu << 16));
+      detail::red_or(&hdr()->flags, static_cast<unsigned>(role & 0x1fffu) << 16);
     }
   }
   // sync_lanes does nothing: format 3 records any lane pattern (kept so
@@ -720,10 +722,11 @@ class Warp {
   // The hot path: compare the cursor (the low word of the next record's
   // address: a warp's buffer never straddles a 4 GiB boundary, the runtime
   // allocates so) with the end of the records (ISETP; the end is below the
-  // records in lanes other than 0, so only lane 0 stores), read the 64-bit
-  // clock (CS2R), add kind, name and payload to its high word (IADD3), one
-  // 8-byte store predicated off past capacity (STG), advance the cursor,
-  // saturating (VIADDMNMX); then the side writer's part (record_side): the
+  // records in lanes other than 0, so only lane 0 stores), a store that
+  // never runs (ISETP, STG: the clock waits for a barrier before it), read
+  // the 64-bit clock (CS2R), add kind, name and payload to its high word
+  // (IADD3), one 8-byte store predicated off past capacity (STG), advance
+  // the cursor, saturating (VIADDMNMX); then the side writer's part (record_side): the
   // active mask (VOTE), LOP3, ISETP, a store and a step of the side cursor,
   // both predicated off whenever lane 0 records. A payload that changes from
   // event to event adds its add (a VIADD), one of unknown range also its
@@ -781,7 +784,7 @@ class Warp {
     detail::record_pair(slot(c), end_, k1, a1, t.clock, k2, a2);
     if ((detail::active_mask() & lt1_) == 0u) {
       side_store(detail::pack_at(t.clock, k1, a1));
-      side_store(detail::pack_now(k2, a2));
+      side_store(detail::pack_now(k2, a2, slot(sc_)));
     }
 #endif
     pos_ = min(c + 16u, detail::kCursorLimit);
@@ -795,9 +798,13 @@ class Warp {
   }
 #endif
   // live reports whether the launch has buffers (the runtime set
-  // iket_state.base); without, the header is iket_scratch, never written.
-  __device__ __forceinline__ bool live() const {
-    return hdr_ != reinterpret_cast<const WarpHeader*>(iket_scratch);
+  // iket_state.base): lt1_ is all ones without (see the constructor).
+  __device__ __forceinline__ bool live() const { return lt1_ != 0xffffffffu; }
+  // hdr is the warp's header, 64 bytes below record 0 (null without
+  // buffers): derived, so that no register holds it through the kernel.
+  __device__ __forceinline__ WarpHeader* hdr() const {
+    return reinterpret_cast<WarpHeader*>(
+        ((static_cast<unsigned long long>(hi_) << 32) | first_) - 64ull);
   }
   // slot is the address of cursor c's record: stop, c is its low word;
   // wrap, a byte count taken modulo the ring.
@@ -821,7 +828,6 @@ class Warp {
     return (payload & 0xffffu) + z();
   }
 
-  WarpHeader* hdr_;
   unsigned hi_;     // high word of the records' addresses
   unsigned first_;  // low word of record 0's address
 #if IKET__BUILD_WRAP
@@ -926,7 +932,7 @@ class Batch {
     // Lane 0's cursor is the warp's (lanes may have recorded apart before).
     const unsigned c = __shfl_sync(0xffffffffu, w_.pos_, 0);
     const unsigned long long r1 = detail::pack_at(t.clock, k1, p1);
-    const unsigned long long r2 = detail::pack_now(k2, p2);
+    const unsigned long long r2 = detail::pack_now(k2, p2, w_.slot(c));
     // Selects, not a branch: every lane runs the same instructions.
     const bool mine = lane_ == n_;
     r1_ = mine ? r1 : r1_;
