@@ -19,7 +19,9 @@
 # medians and paired ratio) and whether the capture validates strictly.
 # ring runs twice: as written, and with its producer's lane 0 alone waiting
 # (--lane0-wait). The event's latency and throughput come from overhead.sh's
-# run in $OVERHEAD_WORK. Expects bin/iket. Prints the
+# run in $OVERHEAD_WORK; after them, each row's perturbation as its iket run
+# reported it (registers, memory, CTAs per SM and SASS instructions of both
+# builds, and its warnings). Expects bin/iket. Prints the
 # table last, and writes it to $OUT/suite.txt when OUT is set. Exits 1
 # when a build or an iket run failed (its row shows dashes or is missing).
 set -u -o pipefail
@@ -34,6 +36,7 @@ EXTRA=("$@")
 median() { sort -n | awk '{v[NR]=$1} END {if (NR == 0) print 0; else print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 us() { "$@" | sed -n 's/.*: \([0-9.]*\) us per launch.*/\1/p'; }
 rows=()
+ran=() # the names of the iket runs made, for their perturbation lines
 failed=0
 # latency DIR: the traced and baseline medians, ratio and paired ratio of
 # the iket run in DIR, or dashes and status 1 when it has none.
@@ -57,6 +60,7 @@ row() {
   local p c d
   p=$(median < "$W/$name.p") c=$(median < "$W/$name.c") d=$(median < "$W/$name.d")
   rm -rf "$W/run-$name"
+  ran+=("$name")
   "$IKET" run -o "$W/run-$name" --kernel "$re" --launch 1-10 --baseline "$plain $* --launches 11" -- "$inst" "$@" --launches 11 > "$W/run-$name.log" 2>&1
   local lat
   lat=$(latency "$W/run-$name") || failed=1
@@ -88,6 +92,7 @@ if [ -x "$OW/modules/bench" ]; then
   # bench run prints no time of its own: the traced columns only.
   for k in pipeline gemm; do
     rm -rf "$W/run-$k"
+    ran+=("$k")
     "$IKET" run -o "$W/run-$k" --kernel "^$k\$" --launch 1-10 \
       --baseline "$OW/modules/bench run --kernel $k --modules $OW/modules --build off --launches 11" \
       -- "$OW/modules/bench" run --kernel "$k" --modules "$OW/modules" --build on --launches 11 > "$W/run-$k.log" 2>&1
@@ -103,6 +108,12 @@ fi
   printf '%s\n' "${rows[@]}"
   for c in latency throughput; do
     [ -f "$OW/eventcost-$c.txt" ] && cat "$OW/eventcost-$c.txt"
+  done
+  # The perturbation iket run reported for each row (registers, shared and
+  # local memory, CTAs per SM, SASS instructions of both builds; warnings).
+  echo
+  for n in ${ran[@]+"${ran[@]}"}; do
+    grep -h 'registers per thread\|occupancy differs\|(spills) differs' "$W/run-$n.log" 2>/dev/null | sed "s|^ *|$n:  |" || true
   done
 } | tee "$W/suite.txt"
 [ -n "${OUT:-}" ] && mkdir -p "$OUT" && cp "$W/suite.txt" "$OUT/suite.txt"
