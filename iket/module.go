@@ -314,8 +314,8 @@ func (m *Module) prepare(cfg LaunchConfig, args []Arg) (*prepared, error) {
 	}, nil
 }
 
-// setState writes iket_state (d.mu held). base 0 sends events to the
-// module's scratch slot.
+// setState writes iket_state (d.mu held). base 0: no buffers, nothing
+// stored.
 func (m *Module) setState(base uint64, capacity, wrapMask, warpsPerCTA uint32) error {
 	if !m.instrumented {
 		return nil

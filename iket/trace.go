@@ -258,8 +258,8 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 			return nil, fmt.Errorf("trace %s: read %d bytes of %s warp buffers: %w", cfg.Kernel, size, where, err)
 		}
 	}
-	// Point the module back at its scratch slot so no later launch writes
-	// into freed buffers.
+	// No buffers in iket_state again, so that no later launch writes into
+	// freed ones.
 	if err := m.setState(0, 0, raw.StopMask, 1); err != nil {
 		d.release(bufs)
 		return nil, fmt.Errorf("trace %s: %w", cfg.Kernel, err)
@@ -394,8 +394,8 @@ func (d *Device) copyBeside(p cuda.DevicePtr, n uint64) []byte {
 }
 
 // Launch runs the module's kernel once and waits up to timeout (0: the
-// default), with an instrumented module's events going to its scratch slot
-// (no buffers). Correctness checks use it. Faults and hangs are reported as
+// default), with an instrumented module's events storing nothing (no
+// buffers). Correctness checks use it. Faults and hangs are reported as
 // by [Module.Trace], without buffers.
 func (m *Module) Launch(cfg LaunchConfig, args []Arg, timeout time.Duration) error {
 	if timeout <= 0 {

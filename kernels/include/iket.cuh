@@ -131,8 +131,9 @@ struct Stamp {
 namespace iket {
 
 // State is set by the runtime (cuModuleGetGlobal "iket_state") before each
-// launch. base == 0 means no buffers: the warp's addresses are null, and
-// every store is predicated off.
+// launch. base == 0 means no buffers: the warp's header address is null
+// (its records' 0x40 on), each event's store is predicated off and the
+// start and exit records are skipped.
 struct State {
   unsigned long long base;   // device address of warp 0's header
   unsigned capacity;         // records per warp (power of two in wrap mode)
@@ -203,7 +204,7 @@ __device__ __forceinline__ unsigned long long clock64v() {
 // or a fence it waits (measured on the H200 with CUDA 13.0): without one, a
 // range_pop right after __syncthreads read its clock up to the whole wait
 // early. The store is predicated on the low word of the 64-bit operand a (a
-// record's address, 8-byte aligned or null) being 1: never true, which
+// record's address, 8-byte aligned) being 1: never true, which
 // ptxas cannot know, so the store stays: an ISETP and an issue slot, off
 // the clock's chain (a WARPSYNC on the active mask, which also makes the
 // clock wait, takes four instructions in a chain).

@@ -62,7 +62,6 @@ struct CUmod_st {
   unsigned char *state;   /* iket_state, 32 bytes */
   char *names;            /* iket_name_table */
   size_t names_size;      /* with its NUL */
-  unsigned char *scratch; /* iket_scratch, 72 bytes */
   uint16_t id_producer, id_consumer, id_load, id_compute;
   struct CUfunc_st *funcs;
   struct CUmod_st *next;

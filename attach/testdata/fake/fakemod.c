@@ -33,7 +33,6 @@ void fk_module_free(struct CUmod_st *m) {
   }
   if (m->state) fk_remove_alloc((uintptr_t)m->state);
   if (m->names) fk_remove_alloc((uintptr_t)m->names);
-  if (m->scratch) fk_remove_alloc((uintptr_t)m->scratch);
   m->magic = 0;
   free(m->image);
   free(m->cubin);
@@ -169,8 +168,7 @@ CUresult fk_module_load(struct CUmod_st **out, const char *image) {
     if (need_pc && !(m->id_producer && m->id_consumer && m->id_load && m->id_compute))
       return bad_image(m, line, "the kernels' events need names ROLE producer, ROLE consumer, RANGE load, RANGE compute");
     m->state = global_alloc(32, 256);
-    m->scratch = global_alloc(72, 128);
-    if (!m->state || !m->scratch) return bad_image(m, line, "out of memory");
+    if (!m->state) return bad_image(m, line, "out of memory");
     uint32_t st[6] = {0xffffffffu, 1, version, build, 0, 0}; /* wrap_mask .. reserved */
     memcpy(m->state + 12, st, 20);
   }
@@ -262,7 +260,6 @@ FK_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dp, size_t *bytes, CUmodule
   size_t n = 0;
   if (m->instrumented && strcmp(name, "iket_state") == 0) p = m->state, n = 32;
   if (m->instrumented && strcmp(name, "iket_name_table") == 0) p = m->names, n = m->names_size;
-  if (m->instrumented && strcmp(name, "iket_scratch") == 0) p = m->scratch, n = 72;
   if (!p) FK_FAIL(CUDA_ERROR_NOT_FOUND);
   if (dp) *dp = (CUdeviceptr)(uintptr_t)p;
   if (bytes) *bytes = n;
@@ -386,7 +383,7 @@ static void write_buffers(const struct CUfunc_st *f, const fk_node *k, uint64_t 
   uint32_t st[6]; /* capacity, wrap_mask, warps_per_cta, version, build, reserved */
   memcpy(&base, f->mod->state, 8);
   memcpy(st, f->mod->state + 8, 24);
-  if (base == 0) return; /* events go to iket_scratch */
+  if (base == 0) return; /* no buffers: nothing stored */
   uint64_t ctas = (uint64_t)k->grid[0] * k->grid[1] * k->grid[2];
   uint32_t wpc = (k->block[0] * k->block[1] * k->block[2] + 31) / 32;
   if (st[2] != wpc)
