@@ -92,7 +92,7 @@ if [ -x "$OW/modules/bench" ]; then
   # bench run prints no time of its own: the traced columns only.
   for k in pipeline gemm; do
     rm -rf "$W/run-$k"
-    ran+=("$k")
+    ran+=("hopper_$k")
     "$IKET" run -o "$W/run-$k" --kernel "^$k\$" --launch 1-10 \
       --baseline "$OW/modules/bench run --kernel $k --modules $OW/modules --build off --launches 11" \
       -- "$OW/modules/bench" run --kernel "$k" --modules "$OW/modules" --build on --launches 11 > "$W/run-$k.log" 2>&1
@@ -105,7 +105,7 @@ fi
 {
   echo
   echo "kernel          plain_us control dormant  traced_us  base_us   ratio  paired  validate"
-  printf '%s\n' "${rows[@]}"
+  printf '%s\n' ${rows[@]+"${rows[@]}"}
   for c in latency throughput; do
     [ -f "$OW/eventcost-$c.txt" ] && cat "$OW/eventcost-$c.txt"
   done
@@ -113,7 +113,7 @@ fi
   # local memory, CTAs per SM, SASS instructions of both builds; warnings).
   echo
   for n in ${ran[@]+"${ran[@]}"}; do
-    grep -h 'registers per thread\|occupancy differs\|(spills) differs' "$W/run-$n.log" 2>/dev/null | sed "s|^ *|$n:  |" || true
+    grep -h 'registers per thread\|occupancy differs\|(spills) differs' "$W/run-${n#hopper_}.log" 2>/dev/null | sed "s|^ *|$n:  |" || true
   done
 } | tee "$W/suite.txt"
 [ -n "${OUT:-}" ] && mkdir -p "$OUT" && cp "$W/suite.txt" "$OUT/suite.txt"
