@@ -523,21 +523,14 @@ func TestClockOutsideAnchors(t *testing.T) {
 			for i := 0; i < tt.n; i++ {
 				w.Mark("m", 0, 1e9+uint64(i)*10)
 			}
-			data, err := l.Capture()
+			c, err := emu.Damage(l, func(data []byte, m *trace.LaunchMeta) {
+				var h raw.WarpHeader
+				raw.DecodeWarpHeader(data[m.Offset:], &h)
+				off := m.Offset + raw.WarpHeaderSize + int64(tt.rec)*raw.RecordSize
+				v := tt.clock(h)
+				data[off], data[off+1], data[off+2], data[off+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+			})
 			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := emu.Read(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := c.Launch(0).Meta
-			var h raw.WarpHeader
-			raw.DecodeWarpHeader(data[m.Offset:], &h)
-			off := m.Offset + raw.WarpHeaderSize + int64(tt.rec)*raw.RecordSize
-			v := tt.clock(h)
-			data[off], data[off+1], data[off+2], data[off+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
-			if c, err = emu.ReadResealed(data); err != nil {
 				t.Fatal(err)
 			}
 			ws, _ := decodeAll(t, c, 0, trace.Options{})

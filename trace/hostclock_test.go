@@ -146,17 +146,9 @@ func TestAlignHostSkipsCorruptHeader(t *testing.T) {
 	w.StartCycle, w.EndCycle = 1000, 5000
 	w = l.Warp([3]uint32{1, 0, 0}, 0)
 	w.StartCycle, w.EndCycle = 2000, 9000
-	b, err := emu.Capture(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c0, err := emu.Read(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := c0.Launch(0).Meta
-	b[m.Offset+m.Stride()+60] |= 0x10 // warp 1's flags
-	c, err := emu.ReadResealed(b)
+	c, err := emu.Damage(l, func(b []byte, m *trace.LaunchMeta) {
+		b[m.Offset+m.Stride()+60] |= 0x10 // warp 1's flags
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -210,17 +210,9 @@ func TestSideTailDamaged(t *testing.T) {
 		l := &emu.Launch{Kernel: "k", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}, Capacity: 4, Version: version,
 			Names: emu.MustNames("MARK m"), SMs: 1}
 		l.Warp([3]uint32{0, 0, 0}, 0).Mark("m", 1, l.Clock(0).Cycle0+10_000)
-		b, err := emu.Capture(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c0, err := emu.Read(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := c0.Launch(0).Meta
-		binary.LittleEndian.PutUint32(b[m.Offset+raw.WarpHeaderSize+4*raw.RecordSize+4:], 1)
-		c, err := emu.ReadResealed(b)
+		c, err := emu.Damage(l, func(b []byte, m *trace.LaunchMeta) {
+			binary.LittleEndian.PutUint32(b[m.Offset+raw.WarpHeaderSize+4*raw.RecordSize+4:], 1)
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,6 +51,23 @@ func ReadResealed(data []byte) (*trace.Capture, error) {
 	return Read(b)
 }
 
+// Damage captures l, lets patch change the capture's bytes (m is launch
+// 0's metadata, whose Offset and Stride place the warp slots), and reads the
+// result back resealed: a capture damaged where the test says, with fresh
+// checksums.
+func Damage(l *Launch, patch func(b []byte, m *trace.LaunchMeta)) (*trace.Capture, error) {
+	b, err := Capture(l)
+	if err != nil {
+		return nil, err
+	}
+	c, err := Read(b)
+	if err != nil {
+		return nil, err
+	}
+	patch(b, c.Launch(0).Meta)
+	return ReadResealed(b)
+}
+
 // RawCapture lays out a file version 3 capture from its parts as given,
 // checked by nothing: meta is the metadata's bytes, data the warp buffers
 // that follow its padding, and the checksum table covers the header, the
