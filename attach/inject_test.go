@@ -3,9 +3,11 @@ package attach
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -468,5 +470,106 @@ func sassIs(n int) func(*testing.T, *Result) {
 		if len(tr) != 1 || tr[0].Info.Resources.SASSInstructions != n {
 			t.Errorf("traced %d launches, resources %+v; want one with %d SASS instructions", len(tr), tr, n)
 		}
+	}
+}
+
+// TestInjectRecordsL2 runs traced launches with FAKE_L2_LOG: the fake
+// driver logs every set-aside, window, reset and kernel run, so the test
+// sees what each launch ran with and what was restored after.
+func TestInjectRecordsL2(t *testing.T) {
+	const pipeline = "_Z8pipelinePfS_i"
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		opt  Options
+		kept bool // the first launch's records kept in the L2
+		note bool // a l2_window note
+		// check the log's lines (after the kept case's own checks)
+		check func(t *testing.T, log []string)
+	}{
+		{name: "kept in the L2 for the traced launch, restored after", args: []string{"--launches", "2"}, kept: true},
+		{
+			name: "a device without persisting lines", args: []string{"--launches", "1"},
+			env: []string{"FAKE_NO_L2_PERSIST=1"}, note: true,
+			check: func(t *testing.T, log []string) {
+				if want := []string{"run " + pipeline + " window 0 0 limit 0"}; !slices.Equal(log, want) {
+					t.Errorf("log %q, want %q", log, want)
+				}
+			},
+		},
+		{
+			name: "the program's own window left alone", args: []string{"--launches", "1", "--l2-window"}, note: true,
+			check: func(t *testing.T, log []string) {
+				// the program's limit and window, then its launch with them: iket set, reset and restored nothing
+				if len(log) != 3 || log[0] != "limit 4096" || !strings.HasPrefix(log[1], "window 0 ") ||
+					!strings.HasPrefix(log[2], "run "+pipeline+" window ") || !strings.HasSuffix(log[2], " 4096 limit 4096") {
+					t.Errorf("log %q, want the program's limit and window only", log)
+				}
+			},
+		},
+		{
+			name: "watch mode (host memory)", args: []string{"--launches", "1"}, opt: Options{Watch: true},
+			check: func(t *testing.T, log []string) {
+				if want := []string{"run " + pipeline + " window 0 0 limit 0"}; !slices.Equal(log, want) {
+					t.Errorf("log %q, want %q", log, want)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			logPath := filepath.Join(t.TempDir(), "l2.log")
+			r := runInjectCase(t, injectCase{args: tc.args, env: append([]string{"FAKE_L2_LOG=" + logPath}, tc.env...), opt: tc.opt})
+			p := one(t, r)
+			tr := p.Traced()
+			if len(tr) != 1 || tr[0].Info.Status != "ok" {
+				t.Fatalf("traced %+v, want one launch", tr)
+			}
+			if got := hasNote(p, "l2_window"); got != tc.note {
+				t.Errorf("l2_window note %v, want %v", got, tc.note)
+			}
+			raw, err := os.ReadFile(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := strings.Split(strings.TrimSpace(string(raw)), "\n")
+			info := tr[0].Info
+			if !tc.kept {
+				if info.RecordsL2Bytes != 0 {
+					t.Errorf("records_l2_bytes %d, want 0", info.RecordsL2Bytes)
+				}
+				tc.check(t, log)
+				return
+			}
+			// The buffers (8 warps of 4096 records) are below an eighth
+			// of the fake's 50 MiB L2: all of them set aside.
+			n := info.BufferBytes
+			if n == 0 || info.RecordsL2Bytes != n {
+				t.Fatalf("records_l2_bytes %d, want the buffers' %d", info.RecordsL2Bytes, n)
+			}
+			if k := Compare(p, nil); len(k) != 1 || k[0].RecordsL2Bytes != n {
+				t.Errorf("latency %+v, want records_l2_bytes %d", k, n)
+			}
+			if len(log) != 7 {
+				t.Fatalf("log %q, want 7 lines", log)
+			}
+			base := "?"
+			if f := strings.Fields(log[1]); len(f) == 6 {
+				base = f[2]
+			}
+			want := []string{
+				fmt.Sprintf("limit %d", n),
+				fmt.Sprintf("window 0 %s %d 1.000 2", base, n), // the launch's stream, persisting hits
+				fmt.Sprintf("run %s window %s %d limit %d", pipeline, base, n, n),
+				"window 0 0 0 0.000 0",
+				"reset",
+				"limit 0",
+				"run " + pipeline + " window 0 0 limit 0", // launch 1, untraced
+			}
+			if base == "0" || !slices.Equal(log, want) {
+				t.Errorf("log\n%s\nwant\n%s", strings.Join(log, "\n"), strings.Join(want, "\n"))
+			}
+		})
 	}
 }

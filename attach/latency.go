@@ -37,8 +37,12 @@ type KernelLatency struct {
 	// the least any of the kernel's traced or paired baseline launches had
 	// (0: some ran with the application's cache state, a flush buffer that
 	// could not be allocated included).
-	FlushedBytes uint64   `json:"flushed_bytes"`
-	Warnings     []string `json:"warnings,omitempty"`
+	FlushedBytes uint64 `json:"flushed_bytes"`
+	// RecordsL2Bytes is the L2 set aside to keep the records, the least any
+	// traced launch had (0: some wrote them through the L2 with the
+	// kernel's data; LaunchInfo.RecordsL2Bytes).
+	RecordsL2Bytes uint64   `json:"records_l2_bytes"`
+	Warnings       []string `json:"warnings,omitempty"`
 }
 
 // KernelResources are the two builds' resources, the perturbation tracing
@@ -128,8 +132,10 @@ func Compare(p, base *Process) []KernelLatency {
 		k := &out[i]
 		if !ok {
 			k.FlushedBytes = l.Info.FlushedBytes
+			k.RecordsL2Bytes = l.Info.RecordsL2Bytes
 		}
 		k.FlushedBytes = min(k.FlushedBytes, l.Info.FlushedBytes)
+		k.RecordsL2Bytes = min(k.RecordsL2Bytes, l.Info.RecordsL2Bytes)
 		k.Pairs = append(k.Pairs, Pair{Occurrence: l.Info.Occurrence, InstrumentedUS: *l.Info.ElapsedMS * 1000})
 	}
 	timed := map[string]map[uint64]*Launch{}

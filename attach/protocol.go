@@ -41,7 +41,7 @@ type Hello struct {
 // Note is a warning or an error from the library.
 type Note struct {
 	Level string `json:"level"` // "warning" or "error"
-	Code  string `json:"code"`  // cupti_missing, cupti_taken, cupti_error, driver, ...
+	Code  string `json:"code"`  // cupti_missing, cupti_taken, cupti_error, driver, l2_window, ...
 	Msg   string `json:"msg"`
 }
 
@@ -93,8 +93,12 @@ type LaunchInfo struct {
 	Build        int             `json:"build"`
 	Watch        bool            `json:"watch"`
 	BufferBytes  uint64          `json:"buffer_bytes"`
-	Resources    trace.Resources `json:"resources"`
-	Device       Device          `json:"device"`
+	// RecordsL2Bytes is the L2 set aside to keep the launch's records
+	// (persisting lines in an access-policy window over its buffers; 0:
+	// none, the records went through the L2 with the kernel's data).
+	RecordsL2Bytes uint64          `json:"records_l2_bytes"`
+	Resources      trace.Resources `json:"resources"`
+	Device         Device          `json:"device"`
 }
 
 // Skip is a launch that could not be traced.

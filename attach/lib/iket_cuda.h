@@ -35,9 +35,28 @@ enum {
 enum {
   CU_DEVICE_ATTRIBUTE_CLOCK_RATE = 13,
   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE = 108,
+  CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE = 109,
 };
+
+/* The L2's persisting lines: a context's set-aside (a limit) and a
+ * stream's (or a launch's) access-policy window. */
+enum { CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 6 };
+enum { CU_ACCESS_PROPERTY_NORMAL = 0, CU_ACCESS_PROPERTY_STREAMING = 1, CU_ACCESS_PROPERTY_PERSISTING = 2 };
+enum { CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1 };
+typedef struct {
+  void *base_ptr;
+  size_t num_bytes;
+  float hitRatio;
+  int hitProp, missProp; /* CU_ACCESS_PROPERTY_* */
+} CUaccessPolicyWindow;
+typedef union {
+  char pad[64];
+  CUaccessPolicyWindow accessPolicyWindow;
+} CUstreamAttrValue;
 
 enum {
   CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
@@ -63,7 +82,7 @@ enum {
 enum { CU_STREAM_NON_BLOCKING = 1 };
 enum { CU_EVENT_DEFAULT = 0 };
 enum { CU_MEMHOSTALLOC_PORTABLE = 1, CU_MEMHOSTALLOC_DEVICEMAP = 2 };
-enum { CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4 };
+enum { CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4 };
 
 typedef struct {
   int id;

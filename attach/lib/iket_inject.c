@@ -20,6 +20,7 @@
  * "0-0,3-5"), IKET_WATCH (1: host-mapped buffers), IKET_TIMEOUT_MS,
  * IKET_FLUSH_L2 (bytes to write before each timed launch), IKET_IDLE_MS
  * (how long the GPU is left idle before the flush; default 20),
+ * IKET_RECORDS_L2 (0: traced launches' records not kept in the L2),
  * IKET_CUPTI_LIB (path of libcupti, optional). The wire format is in
  * docs/RUNTIME.md ("The injection protocol"). */
 #define _GNU_SOURCE
@@ -82,6 +83,12 @@ static struct {
   CUresult (*EventDestroy)(CUevent);
   CUresult (*OccupancyMaxActiveBlocks)(int *, CUfunction, int, size_t);
   CUresult (*ThreadExchangeStreamCaptureMode)(int *); /* optional */
+  /* optional, all five or none: the records kept in the L2 (l2_keep) */
+  CUresult (*StreamGetAttribute)(CUstream, int, CUstreamAttrValue *);
+  CUresult (*StreamSetAttribute)(CUstream, int, const CUstreamAttrValue *);
+  CUresult (*CtxGetLimit)(size_t *, int);
+  CUresult (*CtxSetLimit)(int, size_t);
+  CUresult (*CtxResetPersistingL2Cache)(void);
 } cu;
 
 static struct {
@@ -162,6 +169,8 @@ typedef struct pending {
   const void *hview; /* watch: the host address of base */
   CUevent ev0, ev1;
   size_t flushed; /* bytes written to flush the L2 before it */
+  int own_window;  /* the launch passes an access-policy window of its own */
+  size_t l2_kept;  /* the L2 set aside for its records (l2_keep; 0: none) */
   struct timespec rt0, mono0;
   const char *family;
 } pending;
@@ -446,6 +455,11 @@ static int load_driver(void) {
   *(void **)&cu.KernelGetFunction = dlsym(h, "cuKernelGetFunction");
   *(void **)&cu.KernelGetLibrary = dlsym(h, "cuKernelGetLibrary");
   *(void **)&cu.LibraryGetGlobal = dlsym(h, "cuLibraryGetGlobal");
+  *(void **)&cu.StreamGetAttribute = dlsym(h, "cuStreamGetAttribute");
+  *(void **)&cu.StreamSetAttribute = dlsym(h, "cuStreamSetAttribute");
+  *(void **)&cu.CtxGetLimit = dlsym(h, "cuCtxGetLimit");
+  *(void **)&cu.CtxSetLimit = dlsym(h, "cuCtxSetLimit");
+  *(void **)&cu.CtxResetPersistingL2Cache = dlsym(h, "cuCtxResetPersistingL2Cache");
   return 0;
 }
 
@@ -918,7 +932,7 @@ static void report(pending *p, const char *status, CUresult err, float ms, const
     memcpy(&build, p->fn->initial + 24, 4);
     bprintf(&b, ",\"warps_per_cta\":%u,\"warps\":%llu,\"capacity\":%u,\"version\":%u,\"build\":%u,\"watch\":%s",
             p->warps_per_cta, p->warps, capacity, version, build, watch ? "true" : "false");
-    bprintf(&b, ",\"buffer_bytes\":%zu", n);
+    bprintf(&b, ",\"buffer_bytes\":%zu,\"records_l2_bytes\":%zu", n, p->l2_kept);
   }
   BLIT(&b, ",");
   resources_json(&b, p);
@@ -1023,6 +1037,99 @@ static void started_msg(const char *kernel, unsigned long long occ) {
  * they were allocated: after a fault no driver call answers). */
 static const void *mapped(const pending *p) { return p->hview; }
 
+/* ---- a traced launch's records kept in the L2 ---- */
+
+/* Records are written once and read only by the copy back. Through the
+ * L2 as the kernel's data, they are written back to DRAM while the kernel
+ * runs, between its own loads: a 50 us ring whose producer waits on its
+ * loads ran 55.6 us with buffers, 50.3 without stores, 51.8 with its
+ * buffers in a persisting access-policy window (ncu, H200;
+ * docs/results/format3-h200/l2-window.txt). So a traced launch gets one
+ * over its buffers on its stream, with a set-aside of at most an eighth of
+ * the L2 (the rest, and the set-aside while the records do not fill it,
+ * stays the kernel's); when it ends the persisting lines are made normal
+ * again and the stream and the set-aside are as they were. Left alone
+ * (the records then go through the L2 as before, and the launch says so):
+ * a program that uses persisting lines itself (a set-aside already, a
+ * window on the stream or the launch), a device or driver without them,
+ * watch mode (host memory). */
+static int records_l2 = 1; /* IKET_RECORDS_L2=0: never */
+static int l2_said;
+static void l2_note(const char *why) {
+  if (l2_said) return;
+  l2_said = 1;
+  note("warning", "l2_window", "%s: traced launches write their records through the L2 with the kernel's data", why);
+}
+
+static void l2_keep(pending *p) {
+  p->l2_kept = 0;
+  if (watch || !records_l2) return;
+  if (!cu.StreamGetAttribute || !cu.StreamSetAttribute || !cu.CtxGetLimit || !cu.CtxSetLimit ||
+      !cu.CtxResetPersistingL2Cache) {
+    l2_note("the CUDA driver lacks cuStreamSetAttribute or the persisting-L2 calls (CUDA 11.0 on)");
+    return;
+  }
+  if (p->own_window) {
+    l2_note("a traced launch passes an access-policy window of its own");
+    return;
+  }
+  CUdevice dev = 0;
+  int maxp = 0, maxw = 0, l2 = 0;
+  if (cu.CtxGetDevice(&dev) != CUDA_SUCCESS ||
+      cu.DeviceGetAttribute(&maxp, CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE, dev) != CUDA_SUCCESS ||
+      cu.DeviceGetAttribute(&maxw, CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE, dev) != CUDA_SUCCESS ||
+      cu.DeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev) != CUDA_SUCCESS || maxp <= 0 || maxw <= 0 ||
+      l2 <= 0) {
+    l2_note("the device keeps no persisting L2 lines (they need compute capability 8.0)");
+    return;
+  }
+  CUstreamAttrValue was;
+  memset(&was, 0, sizeof was);
+  size_t limit = 0;
+  if (cu.StreamGetAttribute(p->stream, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, &was) != CUDA_SUCCESS ||
+      cu.CtxGetLimit(&limit, CU_LIMIT_PERSISTING_L2_CACHE_SIZE) != CUDA_SUCCESS) {
+    l2_note("the driver did not report the launch stream's access-policy window or the persisting set-aside");
+    return;
+  }
+  if (was.accessPolicyWindow.num_bytes != 0 || limit != 0) {
+    l2_note("the program keeps lines of its own in the L2 (a persisting set-aside or a window on the launch's stream)");
+    return;
+  }
+  size_t want = p->size;
+  if (want > (size_t)maxp) want = (size_t)maxp;
+  if (want > (size_t)l2 / 8) want = (size_t)l2 / 8;
+  if (cu.CtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, want) != CUDA_SUCCESS) {
+    l2_note("the driver refused a persisting set-aside");
+    return;
+  }
+  CUstreamAttrValue v;
+  memset(&v, 0, sizeof v);
+  v.accessPolicyWindow.base_ptr = (void *)(uintptr_t)p->base;
+  v.accessPolicyWindow.num_bytes = p->size < (size_t)maxw ? p->size : (size_t)maxw;
+  /* every record line persists: those past the set-aside replace older
+   * records, not the kernel's lines */
+  v.accessPolicyWindow.hitRatio = 1.0f;
+  v.accessPolicyWindow.hitProp = CU_ACCESS_PROPERTY_PERSISTING;
+  v.accessPolicyWindow.missProp = CU_ACCESS_PROPERTY_NORMAL;
+  if (cu.StreamSetAttribute(p->stream, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, &v) != CUDA_SUCCESS) {
+    cu.CtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);
+    l2_note("the driver refused an access-policy window on the launch's stream");
+    return;
+  }
+  p->l2_kept = want;
+}
+
+/* l2_release undoes l2_keep once the launch ended: the window, the
+ * persisting lines (made normal) and the set-aside. */
+static void l2_release(pending *p) {
+  if (p->l2_kept == 0) return;
+  CUstreamAttrValue none;
+  memset(&none, 0, sizeof none);
+  cu.StreamSetAttribute(p->stream, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, &none);
+  cu.CtxResetPersistingL2Cache();
+  cu.CtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);
+}
+
 /* begin_launch prepares a traced or timed launch (in relaxed capture mode:
  * it drains the GPU, allocates and copies) and leaves it pending for the
  * launch's exit callback. */
@@ -1109,8 +1216,10 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
     free_pending(p);
     return;
   }
+  if (trace) l2_keep(p);
   if (cu.EventCreate(&p->ev0, CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
       cu.EventCreate(&p->ev1, CU_EVENT_DEFAULT) != CUDA_SUCCESS || cu.EventRecord(p->ev0, p->stream) != CUDA_SUCCESS) {
+    l2_release(p);
     if (trace) put_state(e, 0, 0, 1);
     skip(e->name, "event", "could not record a CUDA event on the launch's stream");
     free_pending(p);
@@ -1140,6 +1249,8 @@ static void launch_enter(const CUpti_CallbackData *d, int family, const char *fa
         tmp.cluster[0] = c->attrs[i].value.clusterDim.x;
         tmp.cluster[1] = c->attrs[i].value.clusterDim.y;
         tmp.cluster[2] = c->attrs[i].value.clusterDim.z;
+      } else if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW) {
+        tmp.own_window = 1;
       }
   } else {
     const cuLaunchKernel_params *q = d->functionParams;
@@ -1198,6 +1309,7 @@ static void launch_exit(const CUpti_CallbackData *d) {
   *d->correlationData = 0;
   CUresult lr = d->functionReturnValue ? *(CUresult *)d->functionReturnValue : CUDA_SUCCESS;
   if (lr != CUDA_SUCCESS) {
+    l2_release(p);
     if (p->trace) put_state(p->fn, 0, 0, 1);
     report(p, "launch_error", lr, -1, NULL, 0);
     free_pending(p);
@@ -1226,6 +1338,7 @@ static void launch_exit(const CUpti_CallbackData *d) {
   }
   float ms = -1;
   cu.EventElapsedTime(&ms, p->ev0, p->ev1);
+  l2_release(p);
   if (!p->trace) {
     ++timed;
     report(p, "ok", CUDA_SUCCESS, ms, NULL, 0);
@@ -1410,6 +1523,8 @@ EXPORT int InitializeInjection(void) {
   if (t && atol(t) > 0) timeout_ms = atol(t);
   const char *il = getenv("IKET_IDLE_MS");
   if (il && *il) idle_ms = atol(il);
+  const char *rl = getenv("IKET_RECORDS_L2");
+  if (rl && strcmp(rl, "0") == 0) records_l2 = 0;
   const char *fl = getenv("IKET_FLUSH_L2");
   if (fl && atoll(fl) > 0) flush_bytes = (size_t)atoll(fl);
   const char *l = getenv("IKET_LAUNCHES");

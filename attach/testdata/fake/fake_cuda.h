@@ -12,6 +12,7 @@
 enum {
   CUDA_ERROR_OUT_OF_MEMORY = 2,
   CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_UNSUPPORTED_LIMIT = 215,
   CUDA_ERROR_INVALID_IMAGE = 200,
   CUDA_ERROR_INVALID_CONTEXT = 201,
   CUDA_ERROR_ILLEGAL_STATE = 401,
@@ -74,6 +75,9 @@ CUresult cuCtxSetCurrent(CUcontext ctx);
 CUresult cuCtxGetCurrent(CUcontext *pctx);
 CUresult cuCtxGetDevice(CUdevice *device);
 CUresult cuCtxSynchronize(void);
+CUresult cuCtxGetLimit(size_t *pvalue, int limit);
+CUresult cuCtxSetLimit(int limit, size_t value);
+CUresult cuCtxResetPersistingL2Cache(void);
 CUresult cuModuleLoadData(CUmodule *module, const void *image);
 CUresult cuModuleUnload(CUmodule hmod);
 CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
@@ -104,6 +108,8 @@ CUresult cuStreamDestroy_v2(CUstream hStream);
 CUresult cuStreamSynchronize(CUstream hStream);
 CUresult cuStreamQuery(CUstream hStream);
 CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus);
+CUresult cuStreamGetAttribute(CUstream hStream, int attr, CUstreamAttrValue *value);
+CUresult cuStreamSetAttribute(CUstream hStream, int attr, const CUstreamAttrValue *value);
 CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode);
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode);
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph);

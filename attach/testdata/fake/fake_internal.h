@@ -31,6 +31,7 @@ struct CUstream_st {
   int capture_mode;
   pthread_t capture_thread;
   struct CUgraph_st *capture;
+  CUaccessPolicyWindow window; /* cuStreamSetAttribute's access-policy window */
   struct CUstream_st *next;
 };
 
@@ -158,6 +159,11 @@ int fk_func_valid(struct CUfunc_st *f);
 void fk_run_kernel(struct CUstream_st *s, const fk_node *n);
 int fk_occupancy(unsigned threads, size_t dyn_smem);
 extern uint64_t fk_busy_ns; /* the device's busy time, for events */
+
+/* The L2's persisting lines (fakecuda.c): the context's set-aside (one
+ * for all contexts: one device) and FAKE_L2_LOG's lines. */
+extern size_t fk_l2_limit;
+void fk_l2_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* CUPTI (fakecupti.c). The callers do not hold the lock. */
 void fk_api_callback(CUpti_CallbackId cbid, CUpti_ApiCallbackSite site, const char *fname,

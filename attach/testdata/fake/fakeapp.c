@@ -30,7 +30,7 @@
 
 static struct {
   int launches, nkernels, uninstrumented, ex, coop, ptsz, graph, fork, exit_code, crash, print;
-  int wrap, version, ctx_create, nonblocking, capture_mode, capture_ptsz, capture_other;
+  int wrap, version, ctx_create, nonblocking, capture_mode, capture_ptsz, capture_other, l2_window;
   const char *cubin, *decoy;
   unsigned grid, block;
   const char *names;
@@ -45,7 +45,7 @@ static void usage(void) {
           "usage: fakeapp [--launches N] [--kernel NAME BEHAVIOUR]... [--uninstrumented]\n"
           "  [--ex | --coop] [--ptsz] [--grid X] [--block N] [--graph] [--fork N] [--exit CODE]\n"
           "  [--crash] [--print] [--wrap] [--version V] [--names ESCAPED] [--ctx-create]\n"
-          "  [--nonblocking] [--capture-mode global|thread|relaxed] [--capture-ptsz] [--capture-other]\n"
+          "  [--nonblocking] [--l2-window] [--capture-mode global|thread|relaxed] [--capture-ptsz] [--capture-other]\n"
           "  [--cubin PATH] [--decoy-cubin PATH]\n"
           "BEHAVIOUR: pc unpaired hang fault plain\n");
   exit(2);
@@ -86,6 +86,7 @@ static void parse(int argc, char **argv) {
     else if (!strcmp(a, "--names") && i + 1 < argc) opt.names = argv[++i];
     else if (!strcmp(a, "--ctx-create")) opt.ctx_create = 1;
     else if (!strcmp(a, "--nonblocking")) opt.nonblocking = 1;
+    else if (!strcmp(a, "--l2-window")) opt.l2_window = 1;
     else if (!strcmp(a, "--capture-mode") && i + 1 < argc) {
       const char *m = argv[++i];
       if (!strcmp(m, "global")) opt.capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
@@ -175,6 +176,17 @@ static void run(void) {
   void *params[] = {&in, &out, &count};
   CUstream s;
   CHECK(cuStreamCreate(&s, opt.nonblocking ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT));
+  if (opt.l2_window) {
+    /* the program keeps its output in the L2 itself */
+    CUstreamAttrValue v;
+    memset(&v, 0, sizeof v);
+    v.accessPolicyWindow.base_ptr = (void *)(uintptr_t)out;
+    v.accessPolicyWindow.num_bytes = 4096;
+    v.accessPolicyWindow.hitRatio = 1.0f;
+    v.accessPolicyWindow.hitProp = CU_ACCESS_PROPERTY_PERSISTING;
+    CHECK(cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 4096));
+    CHECK(cuStreamSetAttribute(s, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, &v));
+  }
   if (opt.capture_ptsz) {
     /* capture the per-thread default stream, launching on it as NULL
      * through a _ptsz entry point */

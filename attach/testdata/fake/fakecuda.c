@@ -5,6 +5,7 @@
  * fakemod.c, CUPTI in fakecupti.c. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -189,6 +190,12 @@ FK_EXPORT CUresult cuDeviceGetPCIBusId(char *bus, int len, CUdevice dev) {
   FK_END;
 }
 
+/* FAKE_NO_L2_PERSIST=1: a device without persisting L2 lines. */
+static int no_l2_persist(void) {
+  const char *e = getenv("FAKE_NO_L2_PERSIST");
+  return e && *e && strcmp(e, "0") != 0;
+}
+
 FK_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute a, CUdevice dev) {
   static const int attrs[][2] = {
       {1, 1024},        {2, 1024},    {3, 1024},    {4, 64},     {5, 2147483647},
@@ -196,12 +203,53 @@ FK_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute a, CUdevice 
       {12, 65536},      {13, 1980000}, {16, 4},     {33, 0x1b},  {36, 2619000},
       {37, 6144},       {38, 52428800}, {39, 2048}, {41, 1},     {75, 9},
       {76, 0},          {81, 233472}, {82, 65536},  {97, 232448},
+      {108, 31457280},  {109, 134217728},
   };
   DEVICE_CHECK(dev);
   if (!pi || a <= 0 || a >= 200) FK_FAIL(CUDA_ERROR_INVALID_VALUE);
   *pi = 0;
   for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
     if (attrs[i][0] == a) *pi = attrs[i][1];
+  if ((a == 108 || a == 109) && no_l2_persist()) *pi = 0;
+  FK_END;
+}
+
+/* The L2's persisting lines: the set-aside (clamped to the device's
+ * maximum, as CUDA does), the reset, and FAKE_L2_LOG. */
+size_t fk_l2_limit;
+
+void fk_l2_log(const char *fmt, ...) {
+  const char *path = getenv("FAKE_L2_LOG");
+  if (!path || !*path) return;
+  FILE *f = fopen(path, "a");
+  if (!f) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(f, fmt, ap);
+  va_end(ap);
+  fputc('\n', f);
+  fclose(f);
+}
+
+FK_EXPORT CUresult cuCtxGetLimit(size_t *pv, int limit) {
+  FK_BEGIN(FK_NEED_INIT | FK_NEED_CTX | FK_STICKY);
+  if (!pv) FK_FAIL(CUDA_ERROR_INVALID_VALUE);
+  if (limit != CU_LIMIT_PERSISTING_L2_CACHE_SIZE) FK_FAIL(CUDA_ERROR_UNSUPPORTED_LIMIT);
+  *pv = fk_l2_limit;
+  FK_END;
+}
+
+FK_EXPORT CUresult cuCtxSetLimit(int limit, size_t v) {
+  FK_BEGIN(FK_NEED_INIT | FK_NEED_CTX | FK_STICKY);
+  if (limit != CU_LIMIT_PERSISTING_L2_CACHE_SIZE || no_l2_persist()) FK_FAIL(CUDA_ERROR_UNSUPPORTED_LIMIT);
+  fk_l2_limit = v < 31457280 ? v : 31457280;
+  fk_l2_log("limit %zu", fk_l2_limit);
+  FK_END;
+}
+
+FK_EXPORT CUresult cuCtxResetPersistingL2Cache(void) {
+  FK_BEGIN(FK_NEED_INIT | FK_NEED_CTX | FK_STICKY);
+  fk_l2_log("reset");
   FK_END;
 }
 

@@ -420,6 +420,8 @@ void fk_run_kernel(struct CUstream_st *s, const fk_node *k) {
   if (start < g_gt_end) start = g_gt_end;
   start = (start + 31) / 32 * 32;
   uint64_t dur = 10000 + warps;
+  fk_l2_log("run %s window %#llx %zu limit %zu", f->name, (unsigned long long)(uintptr_t)s->window.base_ptr,
+            s->window.num_bytes, fk_l2_limit);
   if (f->mod->instrumented && f->behaviour != FK_PLAIN) write_buffers(f, k, start);
   if (fk_debug())
     fprintf(stderr, "fakecuda: run %s (%s) grid %ux%ux%u block %ux%ux%u\n", f->name,

@@ -193,6 +193,36 @@ FK_EXPORT CUresult cuCtxSynchronize(void) {
   FK_END;
 }
 
+/* A stream's access-policy window (the only attribute the fake keeps):
+ * checked as CUDA does (at most the device's window size, a hit ratio in
+ * [0, 1], a miss property other than persisting) and logged. */
+FK_EXPORT CUresult cuStreamGetAttribute(CUstream h, int attr, CUstreamAttrValue *v) {
+  FK_BEGIN(STREAM_FLAGS);
+  struct CUstream_st *s = fk_stream(h, 0);
+  if (!s) FK_FAIL(CUDA_ERROR_INVALID_HANDLE);
+  if (!v || attr != CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW) FK_FAIL(CUDA_ERROR_INVALID_VALUE);
+  memset(v, 0, sizeof *v);
+  v->accessPolicyWindow = s->window;
+  FK_END;
+}
+
+FK_EXPORT CUresult cuStreamSetAttribute(CUstream h, int attr, const CUstreamAttrValue *v) {
+  FK_BEGIN(STREAM_FLAGS);
+  struct CUstream_st *s = fk_stream(h, 0);
+  if (!s) FK_FAIL(CUDA_ERROR_INVALID_HANDLE);
+  if (!v || attr != CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW) FK_FAIL(CUDA_ERROR_INVALID_VALUE);
+  const CUaccessPolicyWindow *w = &v->accessPolicyWindow;
+  int maxw = 0;
+  cuDeviceGetAttribute(&maxw, CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE, 0);
+  if (w->num_bytes > (size_t)maxw || !(w->hitRatio >= 0.0f && w->hitRatio <= 1.0f) ||
+      w->missProp == CU_ACCESS_PROPERTY_PERSISTING || (w->num_bytes && !w->base_ptr))
+    FK_FAIL(CUDA_ERROR_INVALID_VALUE);
+  s->window = *w;
+  fk_l2_log("window %d %#llx %zu %.3f %d", s->kind, (unsigned long long)(uintptr_t)w->base_ptr, w->num_bytes,
+            (double)w->hitRatio, w->hitProp);
+  FK_END;
+}
+
 FK_EXPORT CUresult cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus *st) {
   FK_BEGIN(STREAM_FLAGS);
   struct CUstream_st *s = fk_stream(h, 0);
