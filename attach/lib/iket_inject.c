@@ -171,6 +171,8 @@ typedef struct pending {
   size_t flushed; /* bytes written to flush the L2 before it */
   int own_window;  /* the launch passes an access-policy window of its own */
   size_t l2_kept;  /* the L2 set aside for its records (l2_keep; 0: none) */
+  size_t l2_limit; /* the context's set-aside before */
+  int l2_raised;   /* raised for the launch: l2_limit restored after */
   struct timespec rt0, mono0;
   const char *family;
 } pending;
@@ -1048,11 +1050,12 @@ static const void *mapped(const pending *p) { return p->hview; }
  * over its buffers on its stream, with a set-aside of at most an eighth of
  * the L2 (the rest, and the set-aside while the records do not fill it,
  * stays the kernel's); when it ends the persisting lines are made normal
- * again and the stream and the set-aside are as they were. Left alone
- * (the records then go through the L2 as before, and the launch says so):
- * a program that uses persisting lines itself (a set-aside already, a
- * window on the stream or the launch), a device or driver without them,
- * watch mode (host memory). */
+ * again and the stream and the set-aside are as they were (a set-aside
+ * the program had is kept, raised for the launch if it is smaller; every
+ * persisting line, the program's too, is made normal). Left alone (the
+ * records then go through the L2 as before, and a warning says why): a
+ * launch whose stream or launch attributes have a window of the program's,
+ * a device or driver without persisting lines, watch mode (host memory). */
 static int records_l2 = 1; /* IKET_RECORDS_L2=0: never */
 static int l2_said;
 static void l2_note(const char *why) {
@@ -1070,7 +1073,7 @@ static void l2_keep(pending *p) {
     return;
   }
   if (p->own_window) {
-    l2_note("a traced launch passes an access-policy window of its own");
+    l2_note("a traced launch passes an access-policy window of its own in its launch attributes");
     return;
   }
   CUdevice dev = 0;
@@ -1091,14 +1094,19 @@ static void l2_keep(pending *p) {
     l2_note("the driver did not report the launch stream's access-policy window or the persisting set-aside");
     return;
   }
-  if (was.accessPolicyWindow.num_bytes != 0 || limit != 0) {
-    l2_note("the program keeps lines of its own in the L2 (a persisting set-aside or a window on the launch's stream)");
+  if (was.accessPolicyWindow.num_bytes != 0) {
+    char why[160];
+    snprintf(why, sizeof why, "the launch's stream has an access-policy window of its own (%zu bytes)",
+             was.accessPolicyWindow.num_bytes);
+    l2_note(why);
     return;
   }
   size_t want = p->size;
   if (want > (size_t)maxp) want = (size_t)maxp;
   if (want > (size_t)l2 / 8) want = (size_t)l2 / 8;
-  if (cu.CtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, want) != CUDA_SUCCESS) {
+  p->l2_limit = limit;
+  p->l2_raised = limit < want;
+  if (p->l2_raised && cu.CtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, want) != CUDA_SUCCESS) {
     l2_note("the driver refused a persisting set-aside");
     return;
   }
@@ -1112,11 +1120,11 @@ static void l2_keep(pending *p) {
   v.accessPolicyWindow.hitProp = CU_ACCESS_PROPERTY_PERSISTING;
   v.accessPolicyWindow.missProp = CU_ACCESS_PROPERTY_NORMAL;
   if (cu.StreamSetAttribute(p->stream, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, &v) != CUDA_SUCCESS) {
-    cu.CtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);
+    if (p->l2_raised) cu.CtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, limit);
     l2_note("the driver refused an access-policy window on the launch's stream");
     return;
   }
-  p->l2_kept = want;
+  p->l2_kept = want > limit ? want : limit;
 }
 
 /* l2_release undoes l2_keep once the launch ended: the window, the
@@ -1127,7 +1135,7 @@ static void l2_release(pending *p) {
   memset(&none, 0, sizeof none);
   cu.StreamSetAttribute(p->stream, CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, &none);
   cu.CtxResetPersistingL2Cache();
-  cu.CtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);
+  if (p->l2_raised) cu.CtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, p->l2_limit);
 }
 
 /* begin_launch prepares a traced or timed launch (in relaxed capture mode:

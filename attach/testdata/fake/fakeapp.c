@@ -31,6 +31,7 @@
 static struct {
   int launches, nkernels, uninstrumented, ex, coop, ptsz, graph, fork, exit_code, crash, print;
   int wrap, version, ctx_create, nonblocking, capture_mode, capture_ptsz, capture_other, l2_window;
+  long l2_limit;
   const char *cubin, *decoy;
   unsigned grid, block;
   const char *names;
@@ -45,7 +46,7 @@ static void usage(void) {
           "usage: fakeapp [--launches N] [--kernel NAME BEHAVIOUR]... [--uninstrumented]\n"
           "  [--ex | --coop] [--ptsz] [--grid X] [--block N] [--graph] [--fork N] [--exit CODE]\n"
           "  [--crash] [--print] [--wrap] [--version V] [--names ESCAPED] [--ctx-create]\n"
-          "  [--nonblocking] [--l2-window] [--capture-mode global|thread|relaxed] [--capture-ptsz] [--capture-other]\n"
+          "  [--nonblocking] [--l2-window] [--l2-limit N] [--capture-mode global|thread|relaxed] [--capture-ptsz] [--capture-other]\n"
           "  [--cubin PATH] [--decoy-cubin PATH]\n"
           "BEHAVIOUR: pc unpaired hang fault plain\n");
   exit(2);
@@ -87,6 +88,7 @@ static void parse(int argc, char **argv) {
     else if (!strcmp(a, "--ctx-create")) opt.ctx_create = 1;
     else if (!strcmp(a, "--nonblocking")) opt.nonblocking = 1;
     else if (!strcmp(a, "--l2-window")) opt.l2_window = 1;
+    else if (!strcmp(a, "--l2-limit")) opt.l2_limit = num(argc, argv, &i);
     else if (!strcmp(a, "--capture-mode") && i + 1 < argc) {
       const char *m = argv[++i];
       if (!strcmp(m, "global")) opt.capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
@@ -176,6 +178,7 @@ static void run(void) {
   void *params[] = {&in, &out, &count};
   CUstream s;
   CHECK(cuStreamCreate(&s, opt.nonblocking ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT));
+  if (opt.l2_limit > 0) CHECK(cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, (size_t)opt.l2_limit));
   if (opt.l2_window) {
     /* the program keeps its output in the L2 itself */
     CUstreamAttrValue v;
