@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -278,6 +279,13 @@ func TestGPUTraceWarpRoles(t *testing.T) {
 			}
 			if diff := cmp.Diff(warpRolesNames, m.Names); diff != "" {
 				t.Errorf("names (-want +got):\n%s", diff)
+			}
+			// The records kept in the L2 (persisting lines: compute
+			// capability 8.0 on), never host memory.
+			cc := d.Info().ComputeCap
+			major, _ := strconv.Atoi(strings.Split(cc, ".")[0])
+			if kept, persist := res.RecordsL2Bytes, major >= 8 && !tt.opt.Watch; persist != (kept != 0) {
+				t.Errorf("records_l2_bytes %d with watch %v on compute capability %s", kept, tt.opt.Watch, cc)
 			}
 			sms := uint32(d.Info().SMs)
 			for s := uint64(0); s < m.Warps; s++ {

@@ -91,6 +91,9 @@ type timer struct {
 	nflush uint64
 	opt    *TimingOptions
 	cfg    LaunchConfig
+	// resetL2: the instrumented build's records are kept in the L2
+	// (keepRecords); each batch ends by making them normal again.
+	resetL2 bool
 }
 
 // batch queues n calls (n <= len(events)/2), each: L2 flush, start event,
@@ -126,6 +129,9 @@ func (t *timer) batch(p *prepared, n int) ([]float64, error) {
 		d.fault(err)
 		return nil, &KernelError{Kernel: t.cfg.Kernel, Config: t.cfg, Code: codeOf(err), Err: err}
 	}
+	if t.resetL2 {
+		_ = c.ResetPersistingL2()
+	}
 	us := make([]float64, n)
 	for i := range us {
 		ms, err := c.Elapsed(t.events[2*i], t.events[2*i+1])
@@ -144,7 +150,8 @@ func (t *timer) batch(p *prepared, n int) ([]float64, error) {
 // Each round's sample is the mean of its calls; the result keeps every
 // round's sample and their median, min and max, Ratio = instrumented median
 // / uninstrumented median, and PairedRatio, the median of the rounds'
-// ratios. The instrumented build writes real warp buffers (Capacity, Mode).
+// ratios. The instrumented build writes real warp buffers (Capacity, Mode),
+// kept in the L2 as Trace keeps them.
 // base must be uninstrumented and inst instrumented, on the same device.
 // Time blocks for the whole measurement.
 func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (*trace.Latency, error) {
@@ -202,9 +209,11 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 	}
 	c := d.ctx
 	var held []*resource
+	restoreL2 := func() {}
 	defer func() {
 		if d.broken == nil && d.hung == nil {
 			_ = inst.setState(0, 0, raw.StopMask, 1)
+			restoreL2()
 		}
 		for _, r := range held {
 			d.release(r)
@@ -236,6 +245,11 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 	if err := inst.setState(uint64(bufs), to.Capacity, to.wrapMask(), meta.WarpsPerCTA); err != nil {
 		return nil, fmt.Errorf("time %s: %w", cfg.Kernel, err)
 	}
+	// The instrumented build's records kept in the L2 as Trace keeps them;
+	// after each batch its persisting lines are made normal again, so that
+	// no build's calls run with them in the L2.
+	pi.dims.Window, _, restoreL2 = d.keepRecords(bufs, size)
+	t.resetL2 = pi.dims.Window.Bytes != 0
 	for i := 0; i < 2*opt.CallsPerRound; i++ {
 		e, err := c.NewEvent(true)
 		if err != nil {

@@ -124,6 +124,10 @@ type TraceResult struct {
 	// Format is the record format version the module wrote (its iket.cuh's
 	// IKET_FORMAT_VERSION); 0 means raw.FormatVersion.
 	Format int
+	// RecordsL2Bytes is the L2 set aside to keep the records during the
+	// launch (a persisting access-policy window over the buffers; 0: none,
+	// they went through the L2 with the kernel's data).
+	RecordsL2Bytes uint64
 }
 
 // launchMeta builds the metadata of a traced launch.
@@ -224,7 +228,15 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 		d.release(bufs)
 		return nil, fmt.Errorf("trace %s: %w", cfg.Kernel, err)
 	}
+	var kept uint64
+	restore := func() {}
+	if !opt.Watch {
+		p.dims.Window, kept, restore = d.keepRecords(dev, size)
+	}
 	run, err := d.launchAndWait(p, cfg, opt.Timeout, true)
+	if !run.hung && d.broken == nil {
+		restore()
+	}
 	switch {
 	case run.hung:
 		he := &HangError{Kernel: cfg.Kernel, Config: cfg, Timeout: opt.Timeout}
@@ -248,7 +260,7 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 		d.release(bufs)
 		return nil, ke
 	}
-	res := &TraceResult{Meta: meta, KernelTime: run.elapsed, Format: m.format}
+	res := &TraceResult{Meta: meta, KernelTime: run.elapsed, Format: m.format, RecordsL2Bytes: kept}
 	if opt.Watch {
 		res.Buffers = read()
 	} else {
@@ -268,6 +280,46 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 		return nil, fmt.Errorf("trace %s: free warp buffers: %w", cfg.Kernel, err)
 	}
 	return res, nil
+}
+
+// keepRecords keeps a traced launch's records (size bytes of buffers at
+// dev) in the L2, as the injection library does for launches in an
+// application (docs/RUNTIME.md, "What happens to a launch", step 5):
+// written through the L2 with the kernel's data, they go back to DRAM
+// between the kernel's own loads. It returns the launch's persisting
+// window, the set-aside in effect (at least min(size, the device's
+// maximum, an eighth of the L2); 0 and no window when the device or driver
+// has none) and what undoes it once the launch ended: the persisting lines
+// made normal, the set-aside as it was.
+func (d *Device) keepRecords(dev cuda.DevicePtr, size uint64) (cuda.Window, uint64, func()) {
+	c := d.ctx
+	maxp, err := c.Attr(cuda.AttrMaxPersistingL2)
+	if err != nil || maxp <= 0 {
+		return cuda.Window{}, 0, func() {}
+	}
+	maxw, err := c.Attr(cuda.AttrMaxAccessPolicyWindow)
+	if err != nil || maxw <= 0 {
+		return cuda.Window{}, 0, func() {}
+	}
+	l2, err := c.Attr(cuda.AttrL2CacheSize)
+	if err != nil || l2 <= 0 {
+		return cuda.Window{}, 0, func() {}
+	}
+	limit, err := c.PersistingL2()
+	if err != nil {
+		return cuda.Window{}, 0, func() {}
+	}
+	want := min(size, uint64(maxp), uint64(l2)/8)
+	raised := limit < want
+	if raised && c.SetPersistingL2(want) != nil {
+		return cuda.Window{}, 0, func() {}
+	}
+	return cuda.Window{Base: dev, Bytes: min(size, uint64(maxw))}, max(want, limit), func() {
+		_ = c.ResetPersistingL2()
+		if raised {
+			_ = c.SetPersistingL2(limit)
+		}
+	}
 }
 
 // runOutcome says how far a launch got.

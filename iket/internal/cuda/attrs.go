@@ -6,6 +6,13 @@ package cuda
 // DevicePtr is a device address.
 type DevicePtr uint64
 
+// Window is a launch's access-policy window: Bytes at Base persist in the
+// L2 (0 bytes: none).
+type Window struct {
+	Base  DevicePtr
+	Bytes uint64
+}
+
 // Device and function attributes (CUdevice_attribute, CUfunction_attribute)
 // and flags iket uses.
 const (
@@ -24,6 +31,8 @@ const (
 	AttrComputeCapabilityMajor = 75
 	AttrComputeCapabilityMinor = 76
 	AttrMaxSharedPerBlockOptin = 97
+	AttrMaxPersistingL2        = 108
+	AttrMaxAccessPolicyWindow  = 109
 	AttrClusterLaunch          = 120
 
 	FuncAttrMaxThreadsPerBlock = 0

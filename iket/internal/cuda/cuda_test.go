@@ -96,7 +96,7 @@ func TestSymbolTable(t *testing.T) {
 		}
 		seen[n] = true
 	}
-	for _, want := range []string{"cuInit", "cuLaunchKernelEx", "cuMemAlloc_v2", "cuModuleGetGlobal_v2", "cuEventElapsedTime_v2|cuEventElapsedTime"} {
+	for _, want := range []string{"cuInit", "cuLaunchKernelEx", "cuMemAlloc_v2", "cuModuleGetGlobal_v2", "cuEventElapsedTime_v2|cuEventElapsedTime", "cuCtxResetPersistingL2Cache"} {
 		if !seen[want] {
 			t.Errorf("symbol table lacks %q", want)
 		}

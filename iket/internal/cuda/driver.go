@@ -96,6 +96,26 @@ func (c *Context) UUID() ([16]byte, error) {
 	return out, nil
 }
 
+// PersistingL2 returns the context's L2 set-aside for persisting lines
+// (CU_LIMIT_PERSISTING_L2_CACHE_SIZE), in bytes.
+func (c *Context) PersistingL2() (uint64, error) {
+	var v C.size_t
+	if err := check("cuCtxGetLimit(persisting L2)", C.w_persisting_limit(c.ctx, &v)); err != nil {
+		return 0, err
+	}
+	return uint64(v), nil
+}
+
+// SetPersistingL2 sets the context's L2 set-aside for persisting lines.
+func (c *Context) SetPersistingL2(n uint64) error {
+	return check("cuCtxSetLimit(persisting L2)", C.w_set_persisting_limit(c.ctx, C.size_t(n)))
+}
+
+// ResetPersistingL2 makes every persisting line in the L2 normal.
+func (c *Context) ResetPersistingL2() error {
+	return check("cuCtxResetPersistingL2Cache", C.w_reset_persisting(c.ctx))
+}
+
 // Attr returns a device attribute.
 func (c *Context) Attr(attr int) (int, error) {
 	var v C.int
@@ -382,10 +402,13 @@ func (c *Context) Elapsed(start, end Event) (float32, error) {
 	return float32(ms), nil
 }
 
-// Dims is a launch's geometry. A zero Cluster launches without clusters.
+// Dims is a launch's geometry. A zero Cluster launches without clusters;
+// a Window of bytes keeps the lines it covers in the L2's set-aside
+// (persisting; the launch's access-policy window).
 type Dims struct {
 	Grid, Block, Cluster [3]uint32
 	SharedBytes          uint32
+	Window               Window
 }
 
 // Launch queues f on s with cuLaunchKernelEx. params holds the packed
@@ -406,6 +429,8 @@ func (c *Context) Launch(f Function, d Dims, s Stream, params []byte, offsets []
 		l.cluster[i] = C.uint(d.Cluster[i])
 	}
 	l.shared = C.uint(d.SharedBytes)
+	l.window_base = C.ulonglong(d.Window.Base)
+	l.window_bytes = C.ulonglong(d.Window.Bytes)
 	// C memory: the driver reads the values during the call.
 	var blob unsafe.Pointer
 	var offs *C.size_t

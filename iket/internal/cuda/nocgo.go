@@ -144,6 +144,7 @@ type Event struct{}
 type Dims struct {
 	Grid, Block, Cluster [3]uint32
 	SharedBytes          uint32
+	Window               Window
 }
 
 // The Context methods all fail: no Context can be made without cgo.
@@ -153,6 +154,9 @@ func (c *Context) Reset() error                               { return errNoCgo 
 func (c *Context) Name() (string, error)                      { return "", errNoCgo }
 func (c *Context) UUID() ([16]byte, error)                    { return [16]byte{}, errNoCgo }
 func (c *Context) Attr(attr int) (int, error)                 { return 0, errNoCgo }
+func (c *Context) PersistingL2() (uint64, error)              { return 0, errNoCgo }
+func (c *Context) SetPersistingL2(n uint64) error             { return errNoCgo }
+func (c *Context) ResetPersistingL2() error                   { return errNoCgo }
 func (c *Context) TotalMem() (uint64, error)                  { return 0, errNoCgo }
 func (c *Context) MemInfo() (free, total uint64, err error)   { return 0, 0, errNoCgo }
 func (c *Context) Synchronize() error                         { return errNoCgo }

@@ -45,6 +45,9 @@ const char* iket_cu_names[CU_NUM] = {
     "cuLaunchKernelEx",
     "cuGetErrorName",
     "cuGetErrorString",
+    "cuCtxGetLimit",
+    "cuCtxSetLimit",
+    "cuCtxResetPersistingL2Cache",
 };
 void* iket_cu[CU_NUM];
 
@@ -286,6 +289,12 @@ typedef struct {
     char pad[64];
     unsigned long long align_;
     iket_dim3 cluster_dim;
+    struct {  // CUaccessPolicyWindow
+      void* base_ptr;
+      size_t num_bytes;
+      float hit_ratio;
+      int hit_prop, miss_prop;
+    } window;
   } value;
 } iket_launch_attribute;
 
@@ -301,8 +310,27 @@ typedef struct {
 _Static_assert(sizeof(iket_launch_attribute) == 72, "CUlaunchAttribute size");
 _Static_assert(sizeof(iket_launch_config) == 56, "CUlaunchConfig size");
 
+#define CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW 1
 #define CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION 4
+#define CU_LIMIT_PERSISTING_L2_CACHE_SIZE 6
+#define CU_ACCESS_PROPERTY_NORMAL 0
+#define CU_ACCESS_PROPERTY_PERSISTING 2
 #define IKET_MAX_PARAMS 256
+
+CUresult w_persisting_limit(CUcontext c, size_t* v) {
+  CURRENT(c);
+  CALL(CU_cuCtxGetLimit, CUresult(*)(size_t*, int), v, CU_LIMIT_PERSISTING_L2_CACHE_SIZE);
+}
+
+CUresult w_set_persisting_limit(CUcontext c, size_t v) {
+  CURRENT(c);
+  CALL(CU_cuCtxSetLimit, CUresult(*)(int, size_t), CU_LIMIT_PERSISTING_L2_CACHE_SIZE, v);
+}
+
+CUresult w_reset_persisting(CUcontext c) {
+  CURRENT(c);
+  CALL(CU_cuCtxResetPersistingL2Cache, CUresult(*)(void));
+}
 
 CUresult w_launch(CUcontext c, CUfunction f, const iket_launch* l, CUstream s,
                   const unsigned char* blob, const size_t* offsets, int n) {
@@ -311,8 +339,8 @@ CUresult w_launch(CUcontext c, CUfunction f, const iket_launch* l, CUstream s,
   void* params[IKET_MAX_PARAMS + 1];
   for (int i = 0; i < n; ++i) params[i] = (void*)(blob + offsets[i]);
   params[n] = 0;
-  iket_launch_attribute attr;
-  for (unsigned i = 0; i < sizeof attr; ++i) ((char*)&attr)[i] = 0;
+  iket_launch_attribute attr[2];
+  for (unsigned i = 0; i < sizeof attr; ++i) ((char*)attr)[i] = 0;
   iket_launch_config cfg;
   cfg.grid_x = l->grid[0];
   cfg.grid_y = l->grid[1];
@@ -322,16 +350,25 @@ CUresult w_launch(CUcontext c, CUfunction f, const iket_launch* l, CUstream s,
   cfg.block_z = l->block[2];
   cfg.shared_mem_bytes = l->shared;
   cfg.stream = s;
-  cfg.attrs = 0;
+  cfg.attrs = attr;
   cfg.num_attrs = 0;
   if (l->cluster[0] | l->cluster[1] | l->cluster[2]) {
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.cluster_dim.x = l->cluster[0];
-    attr.value.cluster_dim.y = l->cluster[1];
-    attr.value.cluster_dim.z = l->cluster[2];
-    cfg.attrs = &attr;
-    cfg.num_attrs = 1;
+    iket_launch_attribute* a = &attr[cfg.num_attrs++];
+    a->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    a->value.cluster_dim.x = l->cluster[0];
+    a->value.cluster_dim.y = l->cluster[1];
+    a->value.cluster_dim.z = l->cluster[2];
   }
+  if (l->window_bytes != 0) {
+    iket_launch_attribute* a = &attr[cfg.num_attrs++];
+    a->id = CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+    a->value.window.base_ptr = (void*)(size_t)l->window_base;
+    a->value.window.num_bytes = (size_t)l->window_bytes;
+    a->value.window.hit_ratio = 1.0f;
+    a->value.window.hit_prop = CU_ACCESS_PROPERTY_PERSISTING;
+    a->value.window.miss_prop = CU_ACCESS_PROPERTY_NORMAL;
+  }
+  if (cfg.num_attrs == 0) cfg.attrs = 0;
   CALL(CU_cuLaunchKernelEx,
        CUresult(*)(const iket_launch_config*, CUfunction, void**, void**), &cfg,
        f, params, (void**)0);

@@ -66,6 +66,9 @@ enum {
   CU_cuLaunchKernelEx,
   CU_cuGetErrorName,
   CU_cuGetErrorString,
+  CU_cuCtxGetLimit,
+  CU_cuCtxSetLimit,
+  CU_cuCtxResetPersistingL2Cache,
   CU_NUM
 };
 
@@ -95,6 +98,9 @@ typedef struct {
   unsigned block[3];
   unsigned cluster[3];  // all zero: no cluster attribute
   unsigned shared;
+  // A persisting access-policy window of window_bytes at window_base (0
+  // bytes: none).
+  unsigned long long window_base, window_bytes;
 } iket_launch;
 
 CUresult w_init(void);
@@ -141,6 +147,9 @@ CUresult w_event_destroy(CUcontext c, CUevent e);
 CUresult w_event_record(CUcontext c, CUevent e, CUstream s);
 CUresult w_event_query(CUcontext c, CUevent e);
 CUresult w_event_elapsed(CUcontext c, float* ms, CUevent a, CUevent b);
+CUresult w_persisting_limit(CUcontext c, size_t* v);
+CUresult w_set_persisting_limit(CUcontext c, size_t v);
+CUresult w_reset_persisting(CUcontext c);
 CUresult w_launch(CUcontext c, CUfunction f, const iket_launch* l, CUstream s,
                   const unsigned char* blob, const size_t* offsets, int n);
 // w_error_name and w_error_string return NULL when the driver does not know r.
