@@ -485,18 +485,41 @@ func TestInjectRecordsL2(t *testing.T) {
 		args []string
 		env  []string
 		opt  Options
-		kept bool // the first launch's records kept in the L2 (all of its buffers: below an eighth of the fake's L2)
-		note bool // a l2_window warning
+		kept int64 // the set-aside the traced launch reports: -1 its buffers (below an eighth of the fake's L2)
+		note bool  // a l2_window warning
 		want []string
 	}{
 		{
-			name: "kept in the L2 for the traced launch, restored after", args: []string{"--launches", "2"}, kept: true,
+			name: "kept in the L2 for the traced launch, restored after", args: []string{"--launches", "2"}, kept: -1,
 			want: []string{"limit N", "window 0 B N 1.000 2", run + "B N limit N", "window 0 0 0 0.000 0", "reset", "limit 0", untraced + "0"},
 		},
 		{
 			name: "the program's set-aside raised for the traced launch, then its own again",
-			args: []string{"--launches", "2", "--l2-limit", "4096"}, kept: true,
+			args: []string{"--launches", "2", "--l2-limit", "4096"}, kept: -1,
 			want: []string{"limit 4096", "limit N", "window 0 B N 1.000 2", run + "B N limit N", "window 0 0 0 0.000 0", "reset", "limit 4096", untraced + "4096"},
+		},
+		{
+			name: "the program's set-aside kept as it is when larger",
+			args: []string{"--launches", "2", "--l2-limit", "1048576"}, kept: 1048576,
+			want: []string{"limit 1048576", "window 0 B N 1.000 2", run + "B N limit 1048576", "window 0 0 0 0.000 0", "reset", untraced + "1048576"},
+		},
+		{
+			name: "the driver refuses the set-aside", args: []string{"--launches", "1"},
+			env: []string{"FAKE_L2_REFUSE=limit"}, note: true,
+			want: []string{untraced + "0"},
+		},
+		{
+			name: "the driver refuses the window: the set-aside put back", args: []string{"--launches", "1"},
+			env: []string{"FAKE_L2_REFUSE=window"}, note: true,
+			want: []string{"limit N", "limit 0", untraced + "0"},
+		},
+		{
+			name: "a window in the program's launch attributes left alone", args: []string{"--launches", "1", "--ex-window"}, note: true,
+			want: []string{untraced + "0"},
+		},
+		{
+			name: "IKET_RECORDS_L2=0", args: []string{"--launches", "1"}, env: []string{"IKET_RECORDS_L2=0"},
+			want: []string{untraced + "0"},
 		},
 		{
 			name: "a device without persisting lines", args: []string{"--launches", "1"},
@@ -530,8 +553,8 @@ func TestInjectRecordsL2(t *testing.T) {
 				t.Fatal(err)
 			}
 			log := strings.Split(strings.TrimSpace(string(raw)), "\n")
-			n, wantKept := tr[0].Info.BufferBytes, uint64(0)
-			if tc.kept {
+			n, wantKept := tr[0].Info.BufferBytes, uint64(tc.kept)
+			if tc.kept < 0 {
 				wantKept = n
 			}
 			if n == 0 || tr[0].Info.RecordsL2Bytes != wantKept {

@@ -60,6 +60,9 @@ type hangState struct {
 	// borrowed: done belongs to a parked resource, which destroys it.
 	borrowed bool
 	parked   []*resource
+	// after runs once the kernel has ended without a fault (the records'
+	// L2 set-aside put back, keepRecords).
+	after func()
 }
 
 // OpenDevice opens GPU ordinal. Without a driver or GPU the error matches
@@ -229,6 +232,9 @@ func (d *Device) usable() error {
 		d.hung = nil
 		if err != nil {
 			d.fault(err)
+		}
+		if h.after != nil && d.broken == nil {
+			h.after()
 		}
 		var errs []error
 		for _, r := range h.parked {

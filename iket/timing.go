@@ -109,7 +109,7 @@ func (t *timer) batch(p *prepared, n int) ([]float64, error) {
 		if err := c.Record(t.events[2*i], d.stream); err != nil {
 			return nil, fmt.Errorf("time %s: %w", t.cfg.Kernel, err)
 		}
-		if err := c.Launch(p.fn, p.dims, d.stream, p.blob, p.offs); err != nil {
+		if err := d.launch(p); err != nil {
 			d.fault(err)
 			return nil, &KernelError{Kernel: t.cfg.Kernel, Config: t.cfg, Code: codeOf(err), Err: err}
 		}
@@ -211,9 +211,12 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 	var held []*resource
 	restoreL2 := func() {}
 	defer func() {
-		if d.broken == nil && d.hung == nil {
+		switch {
+		case d.broken == nil && d.hung == nil:
 			_ = inst.setState(0, 0, raw.StopMask, 1)
 			restoreL2()
+		case d.broken == nil:
+			d.hung.after = restoreL2 // once the kernel has ended
 		}
 		for _, r := range held {
 			d.release(r)

@@ -234,8 +234,13 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 		p.dims.Window, kept, restore = d.keepRecords(dev, size)
 	}
 	run, err := d.launchAndWait(p, cfg, opt.Timeout, true)
-	if !run.hung && d.broken == nil {
+	if run.hung {
+		d.hung.after = restore // once the kernel has ended
+	} else if d.broken == nil {
 		restore()
+	}
+	if p.dims.Window.Bytes == 0 {
+		kept = 0 // refused: launched without it
 	}
 	switch {
 	case run.hung:
@@ -322,6 +327,19 @@ func (d *Device) keepRecords(dev cuda.DevicePtr, size uint64) (cuda.Window, uint
 	}
 }
 
+// launch queues p on the device's stream. A launch the driver refuses with
+// p's access-policy window (as a virtualized GPU may) is queued again
+// without it, and p keeps none: its records then go through the L2 with
+// the kernel's data.
+func (d *Device) launch(p *prepared) error {
+	err := d.ctx.Launch(p.fn, p.dims, d.stream, p.blob, p.offs)
+	if err != nil && p.dims.Window.Bytes != 0 && !sticky(err) {
+		p.dims.Window = cuda.Window{}
+		err = d.ctx.Launch(p.fn, p.dims, d.stream, p.blob, p.offs)
+	}
+	return err
+}
+
 // runOutcome says how far a launch got.
 type runOutcome struct {
 	launched bool
@@ -351,7 +369,7 @@ func (d *Device) launchAndWait(p *prepared, cfg LaunchConfig, timeout time.Durat
 		c.DestroyEvent(end)
 		return out, fmt.Errorf("launch %s: %w", cfg.Kernel, err)
 	}
-	if err := c.Launch(p.fn, p.dims, d.stream, p.blob, p.offs); err != nil {
+	if err := d.launch(p); err != nil {
 		d.fault(err)
 		d.release(startRes)
 		c.DestroyEvent(end)

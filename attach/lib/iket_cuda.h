@@ -92,6 +92,7 @@ typedef struct {
     struct {
       unsigned x, y, z;
     } clusterDim;
+    CUaccessPolicyWindow accessPolicyWindow;
   } value;
 } CUlaunchAttribute;
 

@@ -1043,19 +1043,21 @@ static const void *mapped(const pending *p) { return p->hview; }
 
 /* Records are written once and read only by the copy back. Through the
  * L2 as the kernel's data, they are written back to DRAM while the kernel
- * runs, between its own loads: a 50 us ring whose producer waits on its
+ * runs, between its own loads: a 48 us ring whose producer waits on its
  * loads ran 55.6 us with buffers, 50.3 without stores, 51.8 with its
  * buffers in a persisting access-policy window (ncu, H200;
  * docs/results/format3-h200/l2-window.txt). So a traced launch gets one
- * over its buffers on its stream, with a set-aside of at most an eighth of
- * the L2 (the rest, and the set-aside while the records do not fill it,
- * stays the kernel's); when it ends the persisting lines are made normal
- * again and the stream and the set-aside are as they were (a set-aside
- * the program had is kept, raised for the launch if it is smaller; every
- * persisting line, the program's too, is made normal). Left alone (the
- * records then go through the L2 as before, and a warning says why): a
- * launch whose stream or launch attributes have a window of the program's,
- * a device or driver without persisting lines, watch mode (host memory). */
+ * over its buffers on its stream, and the set-aside is raised to
+ * min(buffers, the device's maximum, an eighth of the L2) when smaller
+ * (the H200 starts with 11.25 MiB); while the records do not fill it, the
+ * kernel's lines use it too. When the launch ends the persisting lines
+ * are made normal again (the program's too, if it keeps some) and the
+ * stream and the set-aside are as they were. Left alone, with a warning
+ * saying why (the records then go through the L2 as before): a launch
+ * whose stream or launch attributes carry a window of the program's, a
+ * device or driver without persisting lines, a driver that refuses the
+ * set-aside or the window. Left alone without one: watch mode (host
+ * memory), IKET_RECORDS_L2=0. */
 static int records_l2 = 1; /* IKET_RECORDS_L2=0: never */
 static int l2_said;
 static void l2_note(const char *why) {
@@ -1114,8 +1116,9 @@ static void l2_keep(pending *p) {
   memset(&v, 0, sizeof v);
   v.accessPolicyWindow.base_ptr = (void *)(uintptr_t)p->base;
   v.accessPolicyWindow.num_bytes = p->size < (size_t)maxw ? p->size : (size_t)maxw;
-  /* every record line persists: those past the set-aside replace older
-   * records, not the kernel's lines */
+  /* every record line persists (records past the set-aside compete with
+   * older records there: tiled_gemm, whose records are several times the
+   * set-aside, ran no slower with the window, l2-window.txt) */
   v.accessPolicyWindow.hitRatio = 1.0f;
   v.accessPolicyWindow.hitProp = CU_ACCESS_PROPERTY_PERSISTING;
   v.accessPolicyWindow.missProp = CU_ACCESS_PROPERTY_NORMAL;
@@ -1124,7 +1127,9 @@ static void l2_keep(pending *p) {
     l2_note("the driver refused an access-policy window on the launch's stream");
     return;
   }
-  p->l2_kept = want > limit ? want : limit;
+  /* what the driver set (it may round or clamp) */
+  size_t now = 0;
+  p->l2_kept = cu.CtxGetLimit(&now, CU_LIMIT_PERSISTING_L2_CACHE_SIZE) == CUDA_SUCCESS ? now : (want > limit ? want : limit);
 }
 
 /* l2_release undoes l2_keep once the launch ended: the window, the

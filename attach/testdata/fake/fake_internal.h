@@ -163,6 +163,7 @@ extern uint64_t fk_busy_ns; /* the device's busy time, for events */
 /* The L2's persisting lines (fakecuda.c): the context's set-aside (one
  * for all contexts: one device) and FAKE_L2_LOG's lines. */
 extern size_t fk_l2_limit;
+int fk_l2_refuses(const char *what); /* FAKE_L2_REFUSE */
 void fk_l2_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* CUPTI (fakecupti.c). The callers do not hold the lock. */

@@ -30,7 +30,7 @@
 
 static struct {
   int launches, nkernels, uninstrumented, ex, coop, ptsz, graph, fork, exit_code, crash, print;
-  int wrap, version, ctx_create, nonblocking, capture_mode, capture_ptsz, capture_other, l2_window;
+  int wrap, version, ctx_create, nonblocking, capture_mode, capture_ptsz, capture_other, l2_window, ex_window;
   long l2_limit;
   const char *cubin, *decoy;
   unsigned grid, block;
@@ -46,7 +46,7 @@ static void usage(void) {
           "usage: fakeapp [--launches N] [--kernel NAME BEHAVIOUR]... [--uninstrumented]\n"
           "  [--ex | --coop] [--ptsz] [--grid X] [--block N] [--graph] [--fork N] [--exit CODE]\n"
           "  [--crash] [--print] [--wrap] [--version V] [--names ESCAPED] [--ctx-create]\n"
-          "  [--nonblocking] [--l2-window] [--l2-limit N] [--capture-mode global|thread|relaxed] [--capture-ptsz] [--capture-other]\n"
+          "  [--nonblocking] [--l2-window] [--l2-limit N] [--ex-window] [--capture-mode global|thread|relaxed] [--capture-ptsz] [--capture-other]\n"
           "  [--cubin PATH] [--decoy-cubin PATH]\n"
           "BEHAVIOUR: pc unpaired hang fault plain\n");
   exit(2);
@@ -73,6 +73,7 @@ static void parse(int argc, char **argv) {
     else if (!strcmp(a, "--cubin") && i + 1 < argc) opt.cubin = argv[++i];
     else if (!strcmp(a, "--decoy-cubin") && i + 1 < argc) opt.decoy = argv[++i];
     else if (!strcmp(a, "--ex")) opt.ex = 1;
+    else if (!strcmp(a, "--ex-window")) opt.ex = opt.ex_window = 1;
     else if (!strcmp(a, "--coop")) opt.coop = 1;
     else if (!strcmp(a, "--ptsz")) opt.ptsz = 1;
     else if (!strcmp(a, "--grid")) opt.grid = (unsigned)num(argc, argv, &i);
@@ -123,11 +124,17 @@ static char *descriptor(void) {
 static void launch(CUfunction f, CUstream s, void **params) {
   unsigned g = opt.grid, b = opt.block;
   if (opt.ex) {
-    CUlaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
-    CUlaunchConfig c = {g, 1, 1, b, 1, 1, 0, s, &attr, 1};
+    CUlaunchAttribute attr[2];
+    memset(attr, 0, sizeof attr);
+    attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr[0].value.clusterDim.x = attr[0].value.clusterDim.y = attr[0].value.clusterDim.z = 1;
+    /* --ex-window: the program's own access-policy window, over its parameters' first buffer */
+    attr[1].id = CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+    attr[1].value.accessPolicyWindow.base_ptr = *(void **)params[1];
+    attr[1].value.accessPolicyWindow.num_bytes = 4096;
+    attr[1].value.accessPolicyWindow.hitRatio = 1.0f;
+    attr[1].value.accessPolicyWindow.hitProp = CU_ACCESS_PROPERTY_PERSISTING;
+    CUlaunchConfig c = {g, 1, 1, b, 1, 1, 0, s, attr, opt.ex_window ? 2u : 1u};
     if (opt.ptsz) CHECK(cuLaunchKernelEx_ptsz(&c, f, params, NULL));
     else CHECK(cuLaunchKernelEx(&c, f, params, NULL));
   } else if (opt.coop) {

@@ -190,6 +190,13 @@ FK_EXPORT CUresult cuDeviceGetPCIBusId(char *bus, int len, CUdevice dev) {
   FK_END;
 }
 
+/* FAKE_L2_REFUSE=limit or window: cuCtxSetLimit, or cuStreamSetAttribute
+ * of a window of some bytes, fails with CUDA_ERROR_NOT_SUPPORTED. */
+int fk_l2_refuses(const char *what) {
+  const char *e = getenv("FAKE_L2_REFUSE");
+  return e && strcmp(e, what) == 0;
+}
+
 /* FAKE_NO_L2_PERSIST=1: a device without persisting L2 lines. */
 static int no_l2_persist(void) {
   const char *e = getenv("FAKE_NO_L2_PERSIST");
@@ -242,6 +249,7 @@ FK_EXPORT CUresult cuCtxGetLimit(size_t *pv, int limit) {
 FK_EXPORT CUresult cuCtxSetLimit(int limit, size_t v) {
   FK_BEGIN(FK_NEED_INIT | FK_NEED_CTX | FK_STICKY);
   if (limit != CU_LIMIT_PERSISTING_L2_CACHE_SIZE || no_l2_persist()) FK_FAIL(CUDA_ERROR_UNSUPPORTED_LIMIT);
+  if (fk_l2_refuses("limit")) FK_FAIL(CUDA_ERROR_NOT_SUPPORTED);
   fk_l2_limit = v < 31457280 ? v : 31457280;
   fk_l2_log("limit %zu", fk_l2_limit);
   FK_END;

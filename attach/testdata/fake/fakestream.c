@@ -217,6 +217,7 @@ FK_EXPORT CUresult cuStreamSetAttribute(CUstream h, int attr, const CUstreamAttr
   if (w->num_bytes > (size_t)maxw || !(w->hitRatio >= 0.0f && w->hitRatio <= 1.0f) ||
       w->missProp == CU_ACCESS_PROPERTY_PERSISTING || (w->num_bytes && !w->base_ptr))
     FK_FAIL(CUDA_ERROR_INVALID_VALUE);
+  if (w->num_bytes && fk_l2_refuses("window")) FK_FAIL(CUDA_ERROR_NOT_SUPPORTED);
   s->window = *w;
   fk_l2_log("window %d %#llx %zu %.3f %d", s->kind, (unsigned long long)(uintptr_t)w->base_ptr, w->num_bytes,
             (double)w->hitRatio, w->hitProp);
