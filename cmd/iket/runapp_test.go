@@ -68,6 +68,10 @@ func TestRunApp(t *testing.T) {
 			args: func(o string) []string {
 				return []string{"run", "-o", o, "--launch", "0-2", "--baseline", app + " --uninstrumented --launches 3", "--", app, "--launches", "3"}
 			}, files: []string{"trace.iket", "latency.json"}, stderr: "running the baseline"},
+		{name: "records kept in the L2", code: 0, pairs: 1, stderr: "records kept in the L2 (a persisting window over the buffers, 0.3 MiB set aside)",
+			args: func(o string) []string { return []string{"run", "-o", o, "--", app, "--launches", "1"} }},
+		{name: "a device without persisting L2 lines", code: 0, pairs: 1, stderr: "records written through the L2 with the kernel's data", env: []string{"FAKE_NO_L2_PERSIST=1"},
+			args: func(o string) []string { return []string{"run", "-o", o, "--", app, "--launches", "1"} }},
 		{name: "the program's exit code", code: 7, pairs: 1,
 			args:  func(o string) []string { return []string{"run", "-o", o, "--", app, "--exit", "7"} },
 			files: []string{"trace.iket"}, stderr: "exited with status 7"},
