@@ -90,6 +90,8 @@ func (p *Process) Capture(tool string, args []string, launches []*Launch) (trace
 			Occurrence:  in.Occurrence,
 			Resources:   &in.Resources,
 			HostClock:   &in.HostNS,
+			// the library's launch report always has it
+			RecordsL2Bytes: &in.RecordsL2Bytes,
 		}
 		if in.Cluster != [3]uint32{1, 1, 1} {
 			lm.Cluster = in.Cluster

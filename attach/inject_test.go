@@ -563,6 +563,10 @@ func TestInjectRecordsL2(t *testing.T) {
 			if k := Compare(p, nil); len(k) != 1 || k[0].RecordsL2Bytes != wantKept {
 				t.Errorf("latency %+v, want records_l2_bytes %d", k, wantKept)
 			}
+			if meta, _, _, err := p.Capture("iket test", nil, nil); err != nil || len(meta.Launches) != 1 ||
+				meta.Launches[0].RecordsL2Bytes == nil || *meta.Launches[0].RecordsL2Bytes != wantKept {
+				t.Errorf("capture metadata %+v (%v), want records_l2_bytes %d", meta.Launches, err, wantKept)
+			}
 			// The window's address, from the first window line: the
 			// buffers' (B) or the program's (W), never 0.
 			addr := ""

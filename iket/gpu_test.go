@@ -284,8 +284,8 @@ func TestGPUTraceWarpRoles(t *testing.T) {
 			// capability 8.0 on), never host memory.
 			cc := d.Info().ComputeCap
 			major, _ := strconv.Atoi(strings.Split(cc, ".")[0])
-			if kept, persist := res.RecordsL2Bytes, major >= 8 && !tt.opt.Watch; persist != (kept != 0) {
-				t.Errorf("records_l2_bytes %d with watch %v on compute capability %s", kept, tt.opt.Watch, cc)
+			if kept, persist := m.RecordsL2Bytes, major >= 8 && !tt.opt.Watch; kept == nil || persist != (*kept != 0) {
+				t.Errorf("records_l2_bytes %v with watch %v on compute capability %s", kept, tt.opt.Watch, cc)
 			}
 			sms := uint32(d.Info().SMs)
 			for s := uint64(0); s < m.Warps; s++ {

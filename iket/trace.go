@@ -124,10 +124,6 @@ type TraceResult struct {
 	// Format is the record format version the module wrote (its iket.cuh's
 	// IKET_FORMAT_VERSION); 0 means raw.FormatVersion.
 	Format int
-	// RecordsL2Bytes is the L2 set aside to keep the records during the
-	// launch (a persisting access-policy window over the buffers; 0: none,
-	// they went through the L2 with the kernel's data).
-	RecordsL2Bytes uint64
 }
 
 // launchMeta builds the metadata of a traced launch.
@@ -265,7 +261,8 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 		d.release(bufs)
 		return nil, ke
 	}
-	res := &TraceResult{Meta: meta, KernelTime: run.elapsed, Format: m.format, RecordsL2Bytes: kept}
+	meta.RecordsL2Bytes = &kept
+	res := &TraceResult{Meta: meta, KernelTime: run.elapsed, Format: m.format}
 	if opt.Watch {
 		res.Buffers = read()
 	} else {

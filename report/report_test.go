@@ -374,4 +374,22 @@ func TestWriteResources(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
+	// Where the records went: said when the capture says, not guessed for
+	// older ones.
+	for _, tc := range []struct {
+		bytes *uint64
+		want  string // "" for no fact at all
+	}{
+		{nil, ""},
+		{new(uint64), "written through the L2 with the kernel&#39;s data"},
+		{func() *uint64 { v := uint64(11796480); return &v }(), "kept in the L2 (a persisting window over the buffers, 11.2 MiB set aside)"},
+	} {
+		lm.RecordsL2Bytes = tc.bytes
+		page := render(t, &Input{Meta: &trace.Meta{Launches: []trace.LaunchMeta{lm}}})
+		if has := strings.Contains(page, "through the L2") || strings.Contains(page, "kept in the L2"); tc.want == "" && has {
+			t.Errorf("records %v: the page says where the records went", tc.bytes)
+		} else if tc.want != "" && !strings.Contains(page, tc.want) {
+			t.Errorf("records %d: page lacks %q", *tc.bytes, tc.want)
+		}
+	}
 }

@@ -72,6 +72,11 @@ type LaunchMeta struct {
 	Occurrence uint64     `json:"occurrence,omitempty"`
 	Resources  *Resources `json:"resources,omitempty"`
 	HostClock  *HostClock `json:"host_clock,omitempty"`
+	// RecordsL2Bytes is the L2 set aside to keep the launch's records while
+	// it ran (a persisting access-policy window over its buffers); 0: they
+	// went through the L2 with the kernel's data; nil: not recorded (older
+	// captures).
+	RecordsL2Bytes *uint64 `json:"records_l2_bytes,omitempty"`
 }
 
 // Mode is what a warp's buffer does when it is full.
