@@ -21,7 +21,7 @@
 # (--lane0-wait). The event's latency and throughput come from overhead.sh's
 # run in $OVERHEAD_WORK; after them, each row's perturbation as its iket run
 # reported it (registers, memory, CTAs per SM and SASS instructions of both
-# builds, and its warnings). Expects bin/iket. Prints the
+# builds, where the records went, and its warnings). Expects bin/iket. Prints the
 # table last, and writes it to $OUT/suite.txt when OUT is set. Exits 1
 # when a build or an iket run failed (its row shows dashes or is missing).
 set -u -o pipefail
@@ -110,10 +110,11 @@ fi
     [ -f "$OW/eventcost-$c.txt" ] && cat "$OW/eventcost-$c.txt"
   done
   # The perturbation iket run reported for each row (registers, shared and
-  # local memory, CTAs per SM, SASS instructions of both builds; warnings).
+  # local memory, CTAs per SM, SASS instructions of both builds; where the
+  # records went; warnings).
   echo
   for n in ${ran[@]+"${ran[@]}"}; do
-    grep -h 'registers per thread\|occupancy differs\|(spills) differs' "$W/run-${n#hopper_}.log" 2>/dev/null | sed "s|^ *|$n:  |" || true
+    grep -h 'registers per thread\|occupancy differs\|(spills) differs\|records kept in the L2\|records written through the L2' "$W/run-${n#hopper_}.log" 2>/dev/null | sed "s|^ *|$n:  |" || true
   done
 } | tee "$W/suite.txt"
 [ -n "${OUT:-}" ] && mkdir -p "$OUT" && cp "$W/suite.txt" "$OUT/suite.txt"
