@@ -36,8 +36,11 @@ type Device struct {
 	info    trace.Device
 	limits  Limits
 	l2Bytes int
-	nvml    *nvmlDevice // nil when NVML is unavailable
-	nvmlErr error
+	// The L2's persisting lines (keepRecords): the most the set-aside and
+	// an access-policy window may be; 0 on devices without them.
+	persistMax, windowMax int
+	nvml                  *nvmlDevice // nil when NVML is unavailable
+	nvmlErr               error
 
 	live   map[*resource]struct{} // what Close frees if the caller did not
 	broken error                  // a sticky kernel fault
@@ -145,6 +148,11 @@ func (d *Device) describe() error {
 	}
 	if v, e := c.Attr(cuda.AttrClockRateKHz); e == nil && v > 0 {
 		d.info.MaxSMClockMHz = uint32(v / 1000)
+	}
+	if p, e := c.Attr(cuda.AttrMaxPersistingL2); e == nil {
+		if w, e := c.Attr(cuda.AttrMaxAccessPolicyWindow); e == nil {
+			d.persistMax, d.windowMax = p, w
+		}
 	}
 	return nil
 }

@@ -91,9 +91,6 @@ type timer struct {
 	nflush uint64
 	opt    *TimingOptions
 	cfg    LaunchConfig
-	// resetL2: the instrumented build's records are kept in the L2
-	// (keepRecords); each batch ends by making them normal again.
-	resetL2 bool
 }
 
 // batch queues n calls (n <= len(events)/2), each: L2 flush, start event,
@@ -129,7 +126,8 @@ func (t *timer) batch(p *prepared, n int) ([]float64, error) {
 		d.fault(err)
 		return nil, &KernelError{Kernel: t.cfg.Kernel, Config: t.cfg, Code: codeOf(err), Err: err}
 	}
-	if t.resetL2 {
+	if p.dims.Window.Bytes != 0 {
+		// its records kept in the L2 (keepRecords): normal lines again
 		_ = c.ResetPersistingL2()
 	}
 	us := make([]float64, n)
@@ -252,7 +250,6 @@ func Time(base, inst *Module, cfg LaunchConfig, args []Arg, opt TimingOptions) (
 	// after each batch its persisting lines are made normal again, so that
 	// no build's calls run with them in the L2.
 	pi.dims.Window, _, restoreL2 = d.keepRecords(bufs, size)
-	t.resetL2 = pi.dims.Window.Bytes != 0
 	for i := 0; i < 2*opt.CallsPerRound; i++ {
 		e, err := c.NewEvent(true)
 		if err != nil {

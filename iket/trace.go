@@ -295,28 +295,19 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 // made normal, the set-aside as it was.
 func (d *Device) keepRecords(dev cuda.DevicePtr, size uint64) (cuda.Window, uint64, func()) {
 	c := d.ctx
-	maxp, err := c.Attr(cuda.AttrMaxPersistingL2)
-	if err != nil || maxp <= 0 {
-		return cuda.Window{}, 0, func() {}
-	}
-	maxw, err := c.Attr(cuda.AttrMaxAccessPolicyWindow)
-	if err != nil || maxw <= 0 {
-		return cuda.Window{}, 0, func() {}
-	}
-	l2, err := c.Attr(cuda.AttrL2CacheSize)
-	if err != nil || l2 <= 0 {
+	if d.persistMax <= 0 || d.windowMax <= 0 || d.l2Bytes <= 0 {
 		return cuda.Window{}, 0, func() {}
 	}
 	limit, err := c.PersistingL2()
 	if err != nil {
 		return cuda.Window{}, 0, func() {}
 	}
-	want := min(size, uint64(maxp), uint64(l2)/8)
+	want := min(size, uint64(d.persistMax), uint64(d.l2Bytes)/8)
 	raised := limit < want
 	if raised && c.SetPersistingL2(want) != nil {
 		return cuda.Window{}, 0, func() {}
 	}
-	return cuda.Window{Base: dev, Bytes: min(size, uint64(maxw))}, max(want, limit), func() {
+	return cuda.Window{Base: dev, Bytes: min(size, uint64(d.windowMax))}, max(want, limit), func() {
 		_ = c.ResetPersistingL2()
 		if raised {
 			_ = c.SetPersistingL2(limit)
