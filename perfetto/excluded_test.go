@@ -31,15 +31,22 @@ func TestExportLeavesOutDivergedWarps(t *testing.T) {
 // stored (their records may overwrite each other) gets no track and is
 // named among the launch's problems, with the reason.
 func TestExportLeavesOutSideLanes(t *testing.T) {
+	leftOut, warps := exportProblems(t, sideLanesLaunch(), "warp 0 (sm 0, cta 0,0,0, warp 0) left out: 2 lanes stored side events")
+	if leftOut != 1 || len(warps) != 1 {
+		t.Errorf("%d problems naming warp 0, warp tracks %q; want 1 and 1", leftOut, warps)
+	}
+}
+
+// sideLanesLaunch is a format-3 launch of two consumer warps: warp 0's side
+// events were stored by two lanes (its records may overwrite each other),
+// warp 1 recorded one load.
+func sideLanesLaunch() *emu.Launch {
 	l := &emu.Launch{Kernel: "k", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{64, 1, 1}, Capacity: 16,
 		Names: emu.MustNames("ROLE consumer", "RANGE load")}
 	two := l.Warp([3]uint32{}, 0).Role("consumer", 1000).Push("load", 0, 1100).Pop(1200).Push("load", 1, 1300).Pop(1400)
 	two.Side, two.SideLanes = []int{1, 2, 3, 4}, 2
 	l.Warp([3]uint32{}, 1).Role("consumer", 1000).Push("load", 0, 1100).Pop(1200)
-	leftOut, warps := exportProblems(t, l, "warp 0 (sm 0, cta 0,0,0, warp 0) left out: 2 lanes stored side events")
-	if leftOut != 1 || len(warps) != 1 {
-		t.Errorf("%d problems naming warp 0, warp tracks %q; want 1 and 1", leftOut, warps)
-	}
+	return l
 }
 
 // emuCapture is l's capture, read.
@@ -86,12 +93,7 @@ func exportProblems(t *testing.T, l *emu.Launch, detail string) (int, []string) 
 // TestJSONLeavesOutSideLanes: the Chrome JSON export leaves the same warp
 // out as the .pftrace does, and names it among the launch's problems.
 func TestJSONLeavesOutSideLanes(t *testing.T) {
-	l := &emu.Launch{Kernel: "k", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{64, 1, 1}, Capacity: 16,
-		Names: emu.MustNames("ROLE consumer", "RANGE load")}
-	two := l.Warp([3]uint32{}, 0).Role("consumer", 1000).Push("load", 0, 1100).Pop(1200).Push("load", 1, 1300).Pop(1400)
-	two.Side, two.SideLanes = []int{1, 2, 3, 4}, 2
-	l.Warp([3]uint32{}, 1).Role("consumer", 1000).Push("load", 0, 1100).Pop(1200)
-	c := emuCapture(t, l)
+	c := emuCapture(t, sideLanesLaunch())
 	var out bytes.Buffer
 	if err := WriteJSON(&out, c); err != nil {
 		t.Fatalf("json: %v", err)
