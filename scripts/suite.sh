@@ -7,7 +7,10 @@
 # of kernels/hopper through kernels/bench: from scripts/overhead.sh's build
 # in $OVERHEAD_WORK, which `scripts/overhead.sh --suite` makes first when it
 # is not there (the builds, their check against references, the event
-# cost).
+# cost). The gemm runs twice: as overhead.sh builds it (stamped pairs, the
+# consumers' through an iket::Batch) and written the plain way
+# (hopper_gemm_plain: -DGEMM_NEXT=0, a range_push/range_pop around each
+# wait and each k-tile's MMAs).
 #
 #   scripts/suite.sh [NVCC-FLAGS...]     e.g. -I<dir> to build with another iket.cuh
 #
@@ -89,15 +92,25 @@ if [ ! -x "$OW/modules/bench" ]; then
     echo "scripts/overhead.sh --suite failed:"; tail -n 20 "$W/overhead-suite.log"; failed=1; }
 fi
 if [ -x "$OW/modules/bench" ]; then
+  # The gemm written the plain way as well: GEMM_NEXT=0 records a
+  # range_push/range_pop around each wait and each k-tile's MMAs (no stamped
+  # pairs, no Batch), beside overhead.sh's uninstrumented build.
+  PM=$W/modules-plain
+  mkdir -p "$PM" && cp "$OW/modules/gemm_off.cubin" "$PM/" &&
+    nvcc -cubin $ARCH -O3 -lineinfo ${EXTRA[@]+"${EXTRA[@]}"} -Ikernels/include -Ikernels/hopper -DIKET_ENABLE=1 -DGEMM_NEXT=0 \
+      -o "$PM/gemm_on.cubin" kernels/hopper/gemm.cu > "$W/gemm-plain.build.log" 2>&1 ||
+    { echo "build of the plain gemm failed (log: $W/gemm-plain.build.log)"; failed=1; }
   # bench run prints no time of its own: the traced columns only.
-  for k in pipeline gemm; do
-    rm -rf "$W/run-$k"
-    ran+=("hopper_$k")
-    "$IKET" run -o "$W/run-$k" --kernel "^$k\$" --launch 1-10 \
-      --baseline "$OW/modules/bench run --kernel $k --modules $OW/modules --build off --launches 11" \
-      -- "$OW/modules/bench" run --kernel "$k" --modules "$OW/modules" --build on --launches 11 > "$W/run-$k.log" 2>&1
-    lat=$(latency "$W/run-$k") || failed=1
-    rows+=("$(printf '%-14s %9s %7s %7s  %s  %s' "hopper_$k" - - - "$lat" "$("$IKET" validate "$W/run-$k/trace.iket" > /dev/null 2>&1 && echo strict || echo violations)")")
+  for spec in pipeline:pipeline:"$OW/modules" gemm:gemm:"$OW/modules" gemm_plain:gemm:"$PM"; do
+    n=${spec%%:*} k=${spec#*:} k=${k%%:*} m=${spec#*:*:}
+    [ -f "$m/${k}_on.cubin" ] || continue
+    rm -rf "$W/run-$n"
+    ran+=("hopper_$n")
+    "$IKET" run -o "$W/run-$n" --kernel "^$k\$" --launch 1-10 \
+      --baseline "$OW/modules/bench run --kernel $k --modules $m --build off --launches 11" \
+      -- "$OW/modules/bench" run --kernel "$k" --modules "$m" --build on --launches 11 > "$W/run-$n.log" 2>&1
+    lat=$(latency "$W/run-$n") || failed=1
+    rows+=("$(printf '%-17s %6s %7s %7s  %s  %s' "hopper_$n" - - - "$lat" "$("$IKET" validate "$W/run-$n/trace.iket" > /dev/null 2>&1 && echo strict || echo violations)")")
   done
 else
   echo "no overhead.sh build in $OW: the Hopper kernels are left out"

@@ -239,7 +239,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
     // The per-k pairs wait in registers and are stored 32 at a time
     // (iket.cuh, Batch): a store in every k step costs more than the
     // records' instructions (docs/OVERHEAD.md, "Where the cost goes").
+#if GEMM_NEXT
     iket::Batch batch(tr);
+#endif
     uint32_t it = 0;
 #pragma unroll 1
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -300,7 +302,9 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS, 1)
       }
       // Pairs still held (k steps per tile not a multiple of 32) are stored
       // now, so that a warp that hangs in a later tile shows this one whole.
+#if GEMM_NEXT
       batch.flush();
+#endif
       hopper::wgmma_wait<0>();
       // The tile's last stage is read: free it for the next tile's loads,
       // which the producer issues while this warp stores the epilogue.
