@@ -80,7 +80,9 @@ build() { # build OUT SRC...: the plain build, and OUT_on with tracing
     nvcc -O3 -std=c++17 $ARCH ${EXTRA[@]+"${EXTRA[@]}"} -Ikernels/include -Iexamples/app -DIKET_ENABLE=1 -o "${out}_on" "$@" ||
     { echo "build of $out failed: its rows are left out"; failed=1; return 1; }
 }
-echo "iket suite: $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${IKET_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}, flags: ${EXTRA[*]:-none}"
+# The git commit can be stale where the tree is a copy with old git data:
+# the version bin/iket was built with says which commit ran.
+echo "iket suite: $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${IKET_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?') (git here)}, $("$IKET" --version 2>&1 | head -n 1), flags: ${EXTRA[*]:-none}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv,noheader 2>&1
 build "$W/ring" examples/suite/ring.cu && row ring "$W/ring" "$W/ring_on" '^ring' &&
   row ring_lane0 "$W/ring" "$W/ring_on" '^ring' --lane0-wait
