@@ -289,10 +289,11 @@ func (m *Module) Trace(cfg LaunchConfig, args []Arg, opt TraceOptions) (*TraceRe
 // application (docs/RUNTIME.md, "What happens to a launch", step 5):
 // written through the L2 with the kernel's data, they go back to DRAM
 // between the kernel's own loads. It returns the launch's persisting
-// window, the set-aside in effect (at least min(size, the device's
-// maximum, an eighth of the L2); 0 and no window when the device or driver
-// has none) and what undoes it once the launch ended: the persisting lines
-// made normal, the set-aside as it was.
+// window, the set-aside the driver then reports (as the injection library
+// does: at least min(size, the device's maximum, an eighth of the L2); 0
+// and no window when the device or driver has none) and what undoes it
+// once the launch ended: the persisting lines made normal, the set-aside
+// as it was.
 func (d *Device) keepRecords(dev cuda.DevicePtr, size uint64) (cuda.Window, uint64, func()) {
 	c := d.ctx
 	if d.persistMax <= 0 || d.windowMax <= 0 || d.l2Bytes <= 0 {
@@ -303,11 +304,17 @@ func (d *Device) keepRecords(dev cuda.DevicePtr, size uint64) (cuda.Window, uint
 		return cuda.Window{}, 0, func() {}
 	}
 	want := min(size, uint64(d.persistMax), uint64(d.l2Bytes)/8)
-	raised := limit < want
-	if raised && c.SetPersistingL2(want) != nil {
-		return cuda.Window{}, 0, func() {}
+	raised, kept := limit < want, limit
+	if raised {
+		if c.SetPersistingL2(want) != nil {
+			return cuda.Window{}, 0, func() {}
+		}
+		kept = want
+		if n, err := c.PersistingL2(); err == nil {
+			kept = n // what the driver holds (it may round)
+		}
 	}
-	return cuda.Window{Base: dev, Bytes: min(size, uint64(d.windowMax))}, max(want, limit), func() {
+	return cuda.Window{Base: dev, Bytes: min(size, uint64(d.windowMax))}, kept, func() {
 		_ = c.ResetPersistingL2()
 		if raised {
 			_ = c.SetPersistingL2(limit)
