@@ -221,8 +221,7 @@ __device__ __forceinline__ unsigned long long now(unsigned long long a) {
   return c;
 }
 
-// An event reads the clock and stores one record at addr when the
-// address's low word is below end. The record is the 64-bit clock plus the
+// An event reads the clock and stores one record. The record is the 64-bit clock plus the
 // tag in the high word: low word = the clock's low word, high word = the clock's high
 // word + k + p, with k = kind << 29 | name << 16 and p = payload & 0xffff
 // (format version 2, docs/FORMAT.md: the decoder knows each event's full
@@ -236,70 +235,70 @@ __device__ __forceinline__ unsigned long long now(unsigned long long a) {
 // the kernel's loads and stores in the compiler (volatile alone orders
 // events only with each other and with other asm statements); Batch's
 // packed records (pack_now, pack_at) carry none, their stores come later.
-// record_side does that for Warp::emit, and also stores the record at the
-// side cursor sc when this lane is the side writer: no lane below it is
-// active (lt1 is %lanemask_lt | 1, or all ones without buffers), so lane 0
-// is not recording. Such a lane stores while sc >= first and steps sc down
-// by 8, not below floor. Branch-free: the active mask (VOTE), one LOP3 and
-// one ISETP, a store and a step, both predicated off in lane 0's events.
-// The PTX both share: the declarations, lane 0's bound and the active mask
-// (head); lane 0's store, the side writer's test, store and step (tail).
-// Operands: %0 sc, %1 addr, %2 end, %3 k, %4 p, %5 lt1, %6 first, %7 floor; c is the record.
-#define IKET__SIDE_HEAD                                                      \
-  "{\n\t.reg .pred q, w, s;\n\t.reg .b64 c, a;\n\t"                        \
-  ".reg .b32 al, ah, l, h, m, d;\n\t"                                        \
-  "mov.b64 {al, ah}, %1;\n\t"                                                \
-  "setp.lt.u32 q, al, %2;\n\t"                                              \
-  "activemask.b32 m;\n\t"
-#define IKET__SIDE_TAIL                                                      \
-  "@q st.global.u64 [%1], c;\n\t"                                            \
+// record_one does that for Warp::emit in every lane with one cursor, one
+// bound and one store: the lane records when no lane below it is active
+// (lt is %lanemask_lt, all ones without buffers): lane 0 always, another
+// lane only as the side writer, while lane 0 is not recording. Lane 0's
+// cursor pos is the low word of its next record's address; another lane's
+// is the complement of its next side record's (x is 0 in lane 0, all ones
+// elsewhere, so pos ^ x is the address), so that every cursor steps up:
+// the lane stores while pos < lim and steps pos by 8, not above top (the
+// side cursor's address down by 8, not below its floor). Branch-free: the
+// active mask (VOTE), LOP3, ISETP, LOP3, the store and the step (one
+// VIADDMNMX), one store per event where lane 0 and the side writer had one
+// each. The PTX both share: the declarations, the writer's test, the bound
+// and the address (head); the store and the step (tail).
+// Operands: %0 pos, %1 hi, %2 lim, %3 k, %4 p, %5 lt, %6 x, %7 top; c is the record.
+#define IKET__ONE_HEAD                                                       \
+  "{\n\t.reg .pred q, w;\n\t.reg .b64 c, a;\n\t"                            \
+  ".reg .b32 al, l, h, m, d;\n\t"                                            \
+  "activemask.b32 m;\n\t"                                                    \
   "and.b32 m, m, %5;\n\t"                                                    \
   "setp.eq.u32 w, m, 0;\n\t"                                                 \
-  "setp.ge.and.u32 s, %0, %6, w;\n\t"                                        \
-  "mov.b64 a, {%0, ah};\n\t"                                                 \
-  "@s st.global.u64 [a], c;\n\t"                                             \
-  "sub.u32 d, %0, 8;\n\t"                                                    \
-  "max.u32 d, d, %7;\n\t"                                                    \
+  "setp.lt.and.u32 q, %0, %2, w;\n\t"                                        \
+  "xor.b32 al, %0, %6;\n\t"                                                  \
+  "mov.b64 a, {al, %1};\n\t"
+#define IKET__ONE_TAIL                                                       \
+  "@q st.global.u64 [a], c;\n\t"                                             \
+  "add.u32 d, %0, 8;\n\t"                                                    \
+  "min.u32 d, d, %7;\n\t"                                                    \
   "@w mov.b32 %0, d;\n\t}"
-__device__ __forceinline__ void record_side(unsigned long long addr, unsigned end,
-                                            unsigned k, unsigned p, unsigned lt1,
-                                            unsigned& sc, unsigned first,
-                                            unsigned floor) {
+__device__ __forceinline__ void record_one(unsigned& pos, unsigned hi, unsigned lim,
+                                           unsigned k, unsigned p, unsigned lt,
+                                           unsigned x, unsigned top) {
   asm volatile(
-      IKET__SIDE_HEAD
-      IKET__NOW("c", "%1")
+      IKET__ONE_HEAD
+      IKET__NOW("c", "a")
       "mov.b64 {l, h}, c;\n\t"
       "add.u32 h, h, %3;\n\t"
       "add.u32 h, h, %4;\n\t"
       "mov.b64 c, {l, h};\n\t"
-      IKET__SIDE_TAIL
-      : "+r"(sc)
-      : "l"(addr), "r"(end), "r"(k), "r"(p), "r"(lt1), "r"(first), "r"(floor)
+      IKET__ONE_TAIL
+      : "+r"(pos)
+      : "r"(hi), "r"(lim), "r"(k), "r"(p), "r"(lt), "r"(x), "r"(top)
       : "memory");
 }
-// record_side_c is record_side with a clock read earlier (Warp::stamp).
-// record_side reads its clock inside its own asm statement on purpose: fed
+// record_one_c is record_one with a clock read earlier (Warp::stamp).
+// record_one reads its clock inside its own asm statement on purpose: fed
 // by a separate clock read, the same record compiles to as many
 // instructions but issues more slowly.
-__device__ __forceinline__ void record_side_c(unsigned long long addr, unsigned end,
-                                              unsigned k, unsigned p, unsigned lt1,
-                                              unsigned& sc, unsigned first,
-                                              unsigned floor,
-                                              unsigned long long clk) {
+__device__ __forceinline__ void record_one_c(unsigned& pos, unsigned hi, unsigned lim,
+                                             unsigned k, unsigned p, unsigned lt,
+                                             unsigned x, unsigned top,
+                                             unsigned long long clk) {
   asm volatile(
-      IKET__SIDE_HEAD
+      IKET__ONE_HEAD
       "mov.b64 {l, h}, %8;\n\t"
       "add.u32 h, h, %3;\n\t"
       "add.u32 h, h, %4;\n\t"
       "mov.b64 c, {l, h};\n\t"
-      IKET__SIDE_TAIL
-      : "+r"(sc)
-      : "l"(addr), "r"(end), "r"(k), "r"(p), "r"(lt1), "r"(first), "r"(floor),
-        "l"(clk)
+      IKET__ONE_TAIL
+      : "+r"(pos)
+      : "r"(hi), "r"(lim), "r"(k), "r"(p), "r"(lt), "r"(x), "r"(top), "l"(clk)
       : "memory");
 }
-#undef IKET__SIDE_HEAD
-#undef IKET__SIDE_TAIL
+#undef IKET__ONE_HEAD
+#undef IKET__ONE_TAIL
 // record_pair stores two records at addr: the first with the clock clk read
 // earlier, the second with the clock now. One 16-byte store when addr is
 // 16-byte aligned and both fit below end; otherwise each record that fits
@@ -350,9 +349,9 @@ __device__ __forceinline__ void record_at_c(unsigned long long addr, unsigned on
       "r"(on), "r"(k), "r"(p), "l"(clk)
       : "memory");
 }
-// record_at is record_side's lane-0 store without the bound, stored when on
-// is not zero: a wrap build's address is always inside the ring, and only
-// lane 0 stores.
+// record_at is record_one's store without the bound or the writer test,
+// stored when on is not zero: a wrap build's address is always inside the
+// ring, and only lane 0 stores.
 __device__ __forceinline__ void record_at(unsigned long long addr, unsigned on,
                                           unsigned k, unsigned p) {
   asm volatile(
@@ -414,9 +413,9 @@ __device__ __forceinline__ unsigned lane_id() {
   return l;
 }
 
-// pack_now is a record (format 2, as record_side writes it) with the clock now;
+// pack_now is a record (format 2, as record_one writes it) with the clock now;
 // pack_at one with a clock read earlier. For Batch, which stores later; the
-// packing repeats record_at's and record_side_c's (keep in step). a is the
+// packing repeats record_at's and record_one_c's (keep in step). a is the
 // record's address (IKET__NOW's operand).
 __device__ __forceinline__ unsigned long long pack_now(unsigned k, unsigned p,
                                                        unsigned long long a) {
@@ -453,7 +452,7 @@ __device__ __forceinline__ void store_one(unsigned long long addr, unsigned long
 // store_pair stores two packed records at addr as record_pair does: one
 // 16-byte store when addr is 16-byte aligned and both fit below end,
 // otherwise each record that fits alone. The predicates repeat
-// record_pair's, which stays whole on purpose (see record_side_c); change both.
+// record_pair's, which stays whole on purpose (see record_one_c); change both.
 __device__ __forceinline__ void store_pair(unsigned long long addr, unsigned end,
                                            unsigned long long r1,
                                            unsigned long long r2) {
@@ -528,13 +527,13 @@ class Warp {
     const unsigned long long rec = reinterpret_cast<unsigned long long>(p + 64);
     hi_ = static_cast<unsigned>(rec >> 32);
     first_ = static_cast<unsigned>(rec);
-    // Lane 0 stores the warp's events: in the other lanes the bound (stop)
-    // or the switch (wrap) is off, so the hot path has no lane test.
+    // Lane 0 stores the warp's events; the lowest active lane stores those
+    // recorded while lane 0 is elsewhere (record_one). Without buffers no
+    // lane ever stores.
     unsigned lt;
     asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
     const bool lane0 = lt == 0u;  // no lane below it
-    // Without buffers no lane is ever the side writer.
-    lt1_ = s.base == 0ull ? 0xffffffffu : lt | 1u;
+    lt_ = s.base == 0ull ? 0xffffffffu : lt;
 #if IKET__BUILD_WRAP
     pos_ = 0u;
     // From the capacity, not wrap_mask: any capacity keeps the ring in the
@@ -543,13 +542,18 @@ class Warp {
     on_ = lane0 && cap != 0u ? 1u : 0u;
     sc_ = 0u;
 #else
-    pos_ = first_;
-    // Lane 0's records stop before the tail word. In the other lanes the
-    // bound is below the records, so they never store there, and it is the
-    // side cursor's floor: two slots below record 0, so that a side count
-    // of capacity + 1 says that more were recorded than stored.
-    end_ = lane0 ? first_ + 8u * cap : first_ - 16u;
-    sc_ = first_ + 8u * (cap - 1u);  // the last record
+    // 0 in lane 0, all ones in the others, computed so that ptxas keeps
+    // pos_ ^ x_ one LOP3 rather than a select of two values.
+    x_ = lt | ~(lt - 1u);
+    // Lane 0's records start at record 0 and stop before the tail word.
+    // Another lane's side records start at the last record and go down
+    // while their address is at least record 0's (~pos_ < 0 - first_), the
+    // cursor stopping two slots below it, so that a side count of capacity
+    // + 1 says that more were recorded than stored. The cursor is complemented, so that
+    // it steps up in every lane.
+    lim_ = s.base == 0ull ? 0u : lane0 ? first_ + 8u * cap : 0u - first_;
+    top_ = lane0 ? detail::kCursorLimit : ~(first_ - 16u);
+    pos_ = lane0 ? first_ : ~(first_ + 8u * (cap - 1u));
 #endif
     if (s.base == 0ull) return;
     unsigned long long gt, clk;
@@ -585,7 +589,7 @@ class Warp {
 #if IKET__BUILD_WRAP
       const unsigned ns = min(sc_, cap + 1u);  // at most capacity + 1, as in stop mode
 #else
-      const unsigned ns = (first_ + 8u * (cap - 1u) - sc_) >> 3;
+      const unsigned ns = x_ != 0u ? (first_ + 8u * (cap - 1u) - ~pos_) >> 3 : 0u;
 #endif
       if (ns != 0u) {
         unsigned* const tail =
@@ -720,16 +724,15 @@ class Warp {
 
  private:
   friend class Batch;
-  // The hot path: compare the cursor (the low word of the next record's
+  // The hot path (record_one): whether this lane records (the active mask,
+  // VOTE, and a LOP3), the cursor (the low word of the next record's
   // address: a warp's buffer never straddles a 4 GiB boundary, the runtime
-  // allocates so) with the end of the records (ISETP; the end is below the
-  // records in lanes other than 0, so only lane 0 stores), a store that
-  // never runs (ISETP, STG: the clock waits for a barrier before it), read
-  // the 64-bit clock (CS2R), add kind, name and payload to its high word
-  // (IADD3), one 8-byte store predicated off past capacity (STG), advance
-  // the cursor, saturating (VIADDMNMX); then the side writer's part (record_side): the
-  // active mask (VOTE), LOP3, ISETP, a store and a step of the side cursor,
-  // both predicated off whenever lane 0 records. A payload that changes from
+  // allocates so) against its bound (ISETP) and into an address (LOP3), a
+  // store that never runs (ISETP, STG: the clock waits for a barrier
+  // before it), read the 64-bit clock (CS2R), add kind, name and payload to
+  // its high word (IADD3), one 8-byte store predicated off past capacity
+  // and in lanes that do not record (STG), advance the cursor, saturating
+  // (VIADDMNMX). A payload that changes from
   // event to event adds its add (a VIADD), one of unknown range also its
   // mask. z() is zero at run time: without a per-lane term, ptxas moves the
   // add of a warp-uniform payload (a stage index) to the uniform datapath
@@ -738,28 +741,27 @@ class Warp {
   // and only counts side events.
   __device__ __forceinline__ void emit(unsigned kind, unsigned short name,
                                        unsigned payload) {
-    const unsigned c = pos_;
 #if IKET__BUILD_WRAP
+    const unsigned c = pos_;
     detail::record_at(slot(c), on_, tag(kind, name), addend(payload));
-    sc_ += (detail::active_mask() & lt1_) == 0u ? 1u : 0u;
-#else
-    detail::record_side(slot(c), end_, tag(kind, name), addend(payload), lt1_, sc_,
-                        first_, end_);
-#endif
+    sc_ += (detail::active_mask() & (lt_ | 1u)) == 0u ? 1u : 0u;
     pos_ = min(c + 8u, detail::kCursorLimit);
+#else
+    detail::record_one(pos_, hi_, lim_, tag(kind, name), addend(payload), lt_, x_, top_);
+#endif
   }
   // emit_at is emit with a clock read earlier.
   __device__ __forceinline__ void emit_at(Stamp t, unsigned kind,
                                           unsigned short name, unsigned payload) {
-    const unsigned c = pos_;
 #if IKET__BUILD_WRAP
+    const unsigned c = pos_;
     detail::record_at_c(slot(c), on_, tag(kind, name), addend(payload), t.clock);
-    sc_ += (detail::active_mask() & lt1_) == 0u ? 1u : 0u;
-#else
-    detail::record_side_c(slot(c), end_, tag(kind, name), addend(payload), lt1_, sc_,
-                          first_, end_, t.clock);
-#endif
+    sc_ += (detail::active_mask() & (lt_ | 1u)) == 0u ? 1u : 0u;
     pos_ = min(c + 8u, detail::kCursorLimit);
+#else
+    detail::record_one_c(pos_, hi_, lim_, tag(kind, name), addend(payload), lt_, x_, top_,
+                         t.clock);
+#endif
   }
   // emit_pair stores two events, the first at t, the second now (one
   // 16-byte store where it can; a wrap build's ring stores two).
@@ -780,27 +782,31 @@ class Warp {
     detail::record_at_c(slot(c), on_, k1, a1, t.clock);
     // Saturated, both go to the stuck slot, as every later event does.
     detail::record_at(slot(min(c + 8u, detail::kCursorLimit)), on_, k2, a2);
-    sc_ += (detail::active_mask() & lt1_) == 0u ? 2u : 0u;
-#else
-    detail::record_pair(slot(c), end_, k1, a1, t.clock, k2, a2);
-    if ((detail::active_mask() & lt1_) == 0u) {
-      side_store(detail::pack_at(t.clock, k1, a1));
-      side_store(detail::pack_now(k2, a2, slot(sc_)));
-    }
-#endif
+    sc_ += (detail::active_mask() & (lt_ | 1u)) == 0u ? 2u : 0u;
     pos_ = min(c + 16u, detail::kCursorLimit);
+#else
+    // Lane 0 stores the pair; the side writer, if lane 0 is elsewhere,
+    // stores both records at its own cursor.
+    detail::record_pair(slot(c), x_ == 0u ? lim_ : 0u, k1, a1, t.clock, k2, a2);
+    if ((detail::active_mask() & (lt_ | 1u)) == 0u) {
+      side_store(detail::pack_at(t.clock, k1, a1));
+      side_store(detail::pack_now(k2, a2, slot(~pos_)));
+    }
+    if (x_ == 0u) pos_ = min(c + 16u, detail::kCursorLimit);
+#endif
   }
 #if !IKET__BUILD_WRAP
-  // side_store stores a packed record at the side cursor, as record_side
-  // does for the side writer.
+  // side_store stores a packed record at the side cursor (~pos_), as
+  // record_one does for the side writer.
   __device__ __forceinline__ void side_store(unsigned long long r) {
-    if (sc_ >= first_) detail::store_one(slot(sc_), r);
-    sc_ = max(sc_ - 8u, end_);
+    const unsigned sc = ~pos_;
+    if (sc >= first_) detail::store_one(slot(sc), r);
+    pos_ = min(pos_ + 8u, top_);
   }
 #endif
   // live reports whether the launch has buffers (the runtime set
-  // iket_state.base): lt1_ is all ones without (see the constructor).
-  __device__ __forceinline__ bool live() const { return lt1_ != 0xffffffffu; }
+  // iket_state.base): lt_ is all ones without (see the constructor).
+  __device__ __forceinline__ bool live() const { return lt_ != 0xffffffffu; }
   // hdr is the warp's header, 64 bytes below record 0 (null without
   // buffers): derived, so that no register holds it through the kernel.
   __device__ __forceinline__ WarpHeader* hdr() const {
@@ -821,10 +827,10 @@ class Warp {
   static __device__ __forceinline__ unsigned tag(unsigned kind, unsigned short name) {
     return (kind << 29) | (static_cast<unsigned>(name) << 16);
   }
-  // z is 0 in a launch with buffers (bit 31 of %lanemask_lt | 1 is clear in
+  // z is 0 in a launch with buffers (bit 31 of %lanemask_lt is clear in
   // every lane), 1 without (nothing is stored then), and a per-lane value
   // to ptxas, which then keeps the tag's add on the vector datapath.
-  __device__ __forceinline__ unsigned z() const { return lt1_ >> 31; }
+  __device__ __forceinline__ unsigned z() const { return lt_ >> 31; }
   __device__ __forceinline__ unsigned addend(unsigned payload) const {
     return (payload & 0xffffu) + z();
   }
@@ -834,12 +840,16 @@ class Warp {
 #if IKET__BUILD_WRAP
   unsigned mask_;  // 8 * (capacity - 1): byte offset mask
   unsigned on_;    // 1 in lane 0 of a launch with buffers: it stores
+  unsigned sc_;    // side events
 #else
-  unsigned end_;  // lane 0: low word of the end of the records; others: 16 below the start
+  unsigned x_;    // 0 in lane 0, all ones in the others
+  unsigned lim_;  // the cursor's bound (0 without buffers)
+  unsigned top_;  // the cursor's saturation
 #endif
-  unsigned lt1_;  // %lanemask_lt | 1 (all ones without buffers): side writer test
-  unsigned sc_;   // stop: low word of the next side record's address; wrap: side events
-  unsigned pos_;  // stop: low word of the next record's address; wrap: bytes
+  unsigned lt_;   // %lanemask_lt (all ones without buffers)
+  // stop: in lane 0 the low word of the next record's address, in the
+  // others its complement for the next side record; wrap: bytes.
+  unsigned pos_;
 };
 
 // Batch keeps a warp's stamped pairs (range_next_pair, range_next_pop) in
@@ -878,7 +888,7 @@ class Batch {
   // so a lane can never store outside the warp's slot (a wrap build's Batch
   // stores nothing itself).
   // Every lane stores its own pair, so each needs the records' end (the
-  // Warp's end_ is lane 0's only).
+  // Warp's bound is lane 0's only).
   __device__ __forceinline__ explicit Batch(Warp& w)
       : w_(w), n_(0u), lane_(detail::lane_id()), c_(0u), end_(0u), r1_(0ull), r2_(0ull) {
 #if !IKET__BUILD_WRAP
@@ -939,7 +949,9 @@ class Batch {
     r1_ = mine ? r1 : r1_;
     r2_ = mine ? r2 : r2_;
     c_ = mine ? c : c_;
-    w_.pos_ = min(c + 16u, detail::kCursorLimit);
+#if !IKET__BUILD_WRAP
+    w_.pos_ = w_.x_ == 0u ? min(c + 16u, detail::kCursorLimit) : w_.pos_;
+#endif
     if (++n_ == 32u) flush(true);
   }
   // flush(whole) is flush() when the caller knows whether all 32 lanes are
