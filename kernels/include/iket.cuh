@@ -221,11 +221,12 @@ __device__ __forceinline__ unsigned long long now(unsigned long long a) {
   return c;
 }
 
-// An event reads the clock and stores one record. The record is the 64-bit clock plus the
-// tag in the high word: low word = the clock's low word, high word = the clock's high
-// word + k + p, with k = kind << 29 | name << 16 and p = payload & 0xffff
-// (format version 2, docs/FORMAT.md: the decoder knows each event's full
-// clock, so it subtracts the high word back out). Adding to the clock keeps
+// An event reads the clock and stores one record. The record is the
+// 64-bit clock plus the tag in the high word: low word = the clock's low
+// word, high word = the clock's high word + k + p, with k = kind << 29 |
+// name << 16 and p = payload & 0xffff (format version 2, docs/FORMAT.md:
+// the decoder knows each event's full clock, so it subtracts the high word
+// back out). Adding to the clock keeps
 // the whole 64-bit read live, so ptxas reads it with one CS2R into the
 // register pair it stores (CUDA 12.4 and 13.0 alike; a record that keeps
 // only the low word gets S2UR + NOP + a move from CUDA 13.0), and k + p is
