@@ -811,9 +811,20 @@ static void free_pending(pending *p) {
   free(p);
 }
 
+/* window is the first address in [d, d+n) from which need bytes do not
+ * straddle a 4 GiB boundary (allocations are 256-byte aligned; base is too
+ * where it can be), or 0 when there is none. */
+static CUdeviceptr window(CUdeviceptr d, size_t n, size_t need) {
+  CUdeviceptr base = (d + 255) & ~(CUdeviceptr)255;
+  if (base + need > d + n) base = d;
+  if ((base >> 32) == ((base + need - 1) >> 32)) return base;
+  CUdeviceptr next = ((base >> 32) + 1) << 32;
+  return next + need <= d + n ? next : 0;
+}
+
 /* alloc_buffers takes p->size bytes that do not straddle a 4 GiB boundary
- * (docs/FORMAT.md section 3): when an allocation does, one of twice the size
- * holds a half that does not. */
+ * (docs/FORMAT.md section 3) and zeroes them: when an allocation has no
+ * such window, one of twice the size holds one. */
 static CUresult alloc_buffers(pending *p) {
   size_t need = p->size + 32;
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -834,23 +845,18 @@ static CUresult alloc_buffers(pending *p) {
       if ((r = cu.MemAlloc(&d, n)) != CUDA_SUCCESS) return r;
       p->dbuf = d;
     }
-    CUdeviceptr base = (d + 255) & ~(CUdeviceptr)255;
-    if (base + need > d + n) base = d; /* allocations are 256-byte aligned */
-    if ((base >> 32) != ((base + need - 1) >> 32)) {
-      CUdeviceptr next = ((base >> 32) + 1) << 32;
-      if (attempt == 1 && next + need <= d + n) base = next;
-      else if (attempt == 1) return CUDA_ERROR_INVALID_VALUE;
-      else {
-        if (p->hbuf) cu.MemFreeHost(p->hbuf);
-        if (p->dbuf) cu.MemFree(p->dbuf);
-        p->hbuf = NULL;
-        p->dbuf = 0;
-        continue;
-      }
+    CUdeviceptr base = window(d, n, need);
+    if (base == 0) {
+      if (attempt == 1) return CUDA_ERROR_INVALID_VALUE;
+      if (p->hbuf) cu.MemFreeHost(p->hbuf);
+      if (p->dbuf) cu.MemFree(p->dbuf);
+      p->hbuf = NULL;
+      p->dbuf = 0;
+      continue;
     }
     p->base = base;
     if (watch) p->hview = (const char *)p->hbuf + (base - d);
-    if (!watch && (r = cu.MemsetD8(d, 0, n)) != CUDA_SUCCESS) return r;
+    if (!watch && (r = cu.MemsetD8(base, 0, need)) != CUDA_SUCCESS) return r;
     return CUDA_SUCCESS;
   }
   return CUDA_ERROR_INVALID_VALUE;
