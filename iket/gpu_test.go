@@ -934,10 +934,9 @@ extern "C" __global__ void pairs() {
 `
 
 // TestGPUPairs: range_next_pair and range_next_pop store two records each,
-// in stop mode (one 16-byte store in warp slots whose record is 16-byte
-// aligned, two 8-byte stores in the others: both occur at capacities 16 and
-// 4, whose slot stride is an odd number of records; at 5 and 3 every pair
-// starts unaligned) and in wrap mode. The
+// in stop mode (at capacities 16 and 4, whose slot stride is an odd number
+// of records, warp slots start 16-byte aligned and not; at 5 and 3 every
+// pair starts unaligned) and in wrap mode. The
 // records, their order and the count must be right; a pair's first record
 // carries its stamp (1000 cycles before the second); at capacities that end
 // inside a pair, after it, or just before it, the records that fit are kept

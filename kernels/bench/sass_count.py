@@ -130,7 +130,7 @@ def main(argv):
               f"(ev_next2 {len(funcs['ev_next2'])} - ev_next1 {len(funcs['ev_next1'])})")
     if "ev_pair1" in funcs and "ev_pair2" in funcs:
         nn = len(funcs["ev_pair2"]) - len(funcs["ev_pair1"])
-        print(f"range_next_pair (stamp + two NEXT records, one 16-byte store when aligned): {nn} "
+        print(f"range_next_pair (stamp + two NEXT records, two 8-byte stores): {nn} "
               f"instructions, {nn / 2:.1f} per event "
               f"(ev_pair2 {len(funcs['ev_pair2'])} - ev_pair1 {len(funcs['ev_pair1'])})")
     offs = {}

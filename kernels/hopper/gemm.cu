@@ -78,10 +78,8 @@ IKET_NAMES(GEMM_NAMES)
 // NEXT record: a pop and a push at one instant): per k-tile, a warp records
 // two events instead of four for the same ranges, stamping the first phase
 // change where it happens and storing both records together after the
-// copies or MMAs are issued (the producer's by range_next_pair: one 16-byte
-// store where the pair's slot is 16-byte aligned, else two 8-byte stores,
-// with the bench's even capacities all aligned; the consumers' through an
-// iket::Batch, 32 pairs at a time).
+// copies or MMAs are issued (the producer's by range_next_pair: two 8-byte
+// stores; the consumers' through an iket::Batch, 32 pairs at a time).
 // Then a consumer's wait_data and compute go together (bits 1 and 2 both
 // set, or neither).
 // GEMM_NEXT=0 records push/pop pairs.

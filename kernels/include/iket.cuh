@@ -197,21 +197,26 @@ __device__ __forceinline__ unsigned long long clock64v() {
   return c;
 }
 
-// IKET__NOW(r, a) reads the clock into r behind a store that never runs.
+// IKET__NOW_W(r, w, a) reads the clock into r behind a store that never runs.
 // A CS2R clock read right after a barrier (__syncthreads:
 // BAR.SYNC.DEFER_BLOCKING) runs before the barrier completes; after a store
 // (one predicated off at run time too), a shared load, a NOP, S2UR, a sleep
 // or a fence it waits (measured on the H200 with CUDA 13.0): without one, a
 // range_pop right after __syncthreads read its clock up to the whole wait
-// early. The store is predicated on the low word of the 64-bit operand a (a
-// record's address, 8-byte aligned) being 1: never true, which
-// ptxas cannot know, so the store stays: an ISETP and an issue slot, off
-// the clock's chain (a WARPSYNC on the active mask, which also makes the
-// clock wait, takes four instructions in a chain).
-#define IKET__NOW(r, a)                                                      \
-  "{\n\t.reg .pred f;\n\t.reg .b32 fl, fh;\n\tmov.b64 {fl, fh}, " a ";\n\t"        \
-  "setp.eq.u32 f, fl, 1;\n\t@f st.global.u32 [" a "], fl;\n\t}\n\t"             \
+// early. The store, to the 64-bit address a, is predicated on the 32-bit
+// word w being 1: w is a cursor (record_one) or a record address's low
+// word, never 1 (a multiple of 8, or the complement of one), which ptxas
+// cannot know, so the store stays: an ISETP and an issue slot, off the
+// clock's chain (a WARPSYNC on the active mask, which also makes the clock
+// wait, takes four instructions in a chain). IKET__NOW(r, a) takes w from
+// a's low word.
+#define IKET__NOW_W(r, w, a)                                                 \
+  "{\n\t.reg .pred f;\n\tsetp.eq.u32 f, " w ", 1;\n\t"                        \
+  "@f st.global.u32 [" a "], " w ";\n\t}\n\t"                                 \
   "mov.u64 " r ", %%clock64;\n\t"
+#define IKET__NOW(r, a)                                                      \
+  "{\n\t.reg .b32 fl, fh;\n\tmov.b64 {fl, fh}, " a ";\n\t"                     \
+  IKET__NOW_W(r, "fl", a) "}\n\t"
 
 // now is the clock read of an event (IKET__NOW), for Warp::stamp; a is the
 // warp's next record address.
@@ -247,8 +252,11 @@ __device__ __forceinline__ unsigned long long now(unsigned long long a) {
 // side cursor's address down by 8, not below its floor). Branch-free: the
 // active mask (VOTE), LOP3, ISETP, LOP3, the store and the step (one
 // VIADDMNMX), one store per event where lane 0 and the side writer had one
-// each. The PTX both share: the declarations, the writer's test, the bound
-// and the address (head); the store and the step (tail).
+// each. The store that never runs is predicated on the cursor itself, so
+// its ISETP runs beside the address's LOP3 rather than after it (the event
+// 16 cycles on a dependent chain instead of 21, H200). The PTX both share:
+// the declarations, the writer's test, the bound and the address (head);
+// the store and the step (tail).
 // Operands: %0 pos, %1 hi, %2 lim, %3 k, %4 p, %5 lt, %6 x, %7 top; c is the record.
 #define IKET__ONE_HEAD                                                       \
   "{\n\t.reg .pred q, w;\n\t.reg .b64 c, a;\n\t"                            \
@@ -269,7 +277,7 @@ __device__ __forceinline__ void record_one(unsigned& pos, unsigned hi, unsigned 
                                            unsigned x, unsigned top) {
   asm volatile(
       IKET__ONE_HEAD
-      IKET__NOW("c", "a")
+      IKET__NOW_W("c", "%0", "a")
       "mov.b64 {l, h}, c;\n\t"
       "add.u32 h, h, %3;\n\t"
       "add.u32 h, h, %4;\n\t"
@@ -300,39 +308,47 @@ __device__ __forceinline__ void record_one_c(unsigned& pos, unsigned hi, unsigne
 }
 #undef IKET__ONE_HEAD
 #undef IKET__ONE_TAIL
-// record_pair stores two records at addr: the first with the clock clk read
-// earlier, the second with the clock now. One 16-byte store when addr is
-// 16-byte aligned and both fit below end; otherwise each record that fits
-// alone.
-__device__ __forceinline__ void record_pair(unsigned long long addr, unsigned end,
-                                            unsigned k1, unsigned p1,
-                                            unsigned long long clk, unsigned k2,
-                                            unsigned p2) {
+// record_two is record_one for two records, the first with the clock clk
+// read earlier (Warp::stamp), the second with the clock now: the first at
+// the address pos ^ x, the second at (pos + 8) ^ x (lane 0's next record,
+// the side writer's next one down), each stored while its cursor is below
+// lim, with the cursor stepped by 16. Two 8-byte stores, no branch.
+// Operands: record_one's, then %8 clk, %9 k2, %10 p2 (%3, %4 the first's).
+__device__ __forceinline__ void record_two(unsigned& pos, unsigned hi, unsigned lim,
+                                           unsigned k1, unsigned p1, unsigned lt,
+                                           unsigned x, unsigned top,
+                                           unsigned long long clk, unsigned k2,
+                                           unsigned p2) {
   asm volatile(
-      "{\n\t.reg .pred q1, q2, a, v, s1, s2;\n\t.reg .b64 c, d;\n\t"
-      ".reg .b32 al, ah, l, h, e;\n\t"
-      "mov.b64 {al, ah}, %0;\n\t"
-      "setp.lt.u32 q1, al, %1;\n\t"
-      "add.u32 e, al, 8;\n\t"
-      "setp.lt.u32 q2, e, %1;\n\t"
-      "and.b32 e, al, 8;\n\t"
-      "setp.eq.u32 a, e, 0;\n\t"
-      "and.pred v, a, q2;\n\t"
-      "and.pred s1, q1, !v;\n\t"
-      "and.pred s2, q2, !a;\n\t"
-      "mov.b64 {l, h}, %4;\n\t"
-      "add.u32 h, h, %2;\n\t"
+      "{\n\t.reg .pred q, r, w;\n\t.reg .b64 c, d, a, b;\n\t"
+      ".reg .b32 al, bl, e, l, h, m, n;\n\t"
+      "activemask.b32 m;\n\t"
+      "and.b32 m, m, %5;\n\t"
+      "setp.eq.u32 w, m, 0;\n\t"
+      "add.u32 e, %0, 8;\n\t"
+      "setp.lt.and.u32 q, %0, %2, w;\n\t"
+      "setp.lt.and.u32 r, e, %2, w;\n\t"
+      "xor.b32 al, %0, %6;\n\t"
+      "xor.b32 bl, e, %6;\n\t"
+      "mov.b64 a, {al, %1};\n\t"
+      "mov.b64 b, {bl, %1};\n\t"
+      "mov.b64 {l, h}, %8;\n\t"
       "add.u32 h, h, %3;\n\t"
+      "add.u32 h, h, %4;\n\t"
       "mov.b64 c, {l, h};\n\t"
-      IKET__NOW("d", "%0")
+      IKET__NOW_W("d", "%0", "a")
       "mov.b64 {l, h}, d;\n\t"
-      "add.u32 h, h, %5;\n\t"
-      "add.u32 h, h, %6;\n\t"
+      "add.u32 h, h, %9;\n\t"
+      "add.u32 h, h, %10;\n\t"
       "mov.b64 d, {l, h};\n\t"
-      "@v st.global.v2.u64 [%0], {c, d};\n\t"
-      "@s1 st.global.u64 [%0], c;\n\t"
-      "@s2 st.global.u64 [%0+8], d;\n\t}" ::"l"(addr),
-      "r"(end), "r"(k1), "r"(p1), "l"(clk), "r"(k2), "r"(p2)
+      "@q st.global.u64 [a], c;\n\t"
+      "@r st.global.u64 [b], d;\n\t"
+      "add.u32 n, %0, 16;\n\t"
+      "min.u32 n, n, %7;\n\t"
+      "@w mov.b32 %0, n;\n\t}"
+      : "+r"(pos)
+      : "r"(hi), "r"(lim), "r"(k1), "r"(p1), "r"(lt), "r"(x), "r"(top), "l"(clk),
+        "r"(k2), "r"(p2)
       : "memory");
 }
 // record_at_c is record_at with a clock read earlier.
@@ -445,15 +461,9 @@ __device__ __forceinline__ unsigned long long pack_at(unsigned long long clk,
   return r;
 }
 
-// store_one stores a packed record at addr.
-__device__ __forceinline__ void store_one(unsigned long long addr, unsigned long long r) {
-  asm volatile("st.global.u64 [%0], %1;" ::"l"(addr), "l"(r));
-}
-
-// store_pair stores two packed records at addr as record_pair does: one
-// 16-byte store when addr is 16-byte aligned and both fit below end,
-// otherwise each record that fits alone. The predicates repeat
-// record_pair's, which stays whole on purpose (see record_one_c); change both.
+// store_pair stores two packed records at addr (Batch: each lane its own
+// pair): one 16-byte store when addr is 16-byte aligned and both fit below
+// end, otherwise each record that fits alone.
 __device__ __forceinline__ void store_pair(unsigned long long addr, unsigned end,
                                            unsigned long long r1,
                                            unsigned long long r2) {
@@ -689,11 +699,7 @@ class Warp {
   // range_next_pair(t, n1, p1, n2, p2) is range_next(t, n1, p1) followed by
   // range_next(n2, p2) now, for the two phase changes of one loop step
   // (wait, then issue; wait, then compute); no other event since stamp().
-  // In stop mode both records go out in one 16-byte store when the first's
-  // slot is 16-byte aligned and both fit, else in 8-byte stores (a wrap
-  // build always uses two). A pair keeps the cursor's
-  // alignment, so a loop of pairs stores all its pairs one way or the other,
-  // depending on the number of records before it and the warp's slot.
+  // Two 8-byte stores, in any lane pattern, as two events would make.
   __device__ __forceinline__ void range_next_pair(Stamp t, unsigned short n1,
                                                   unsigned p1, unsigned short n2,
                                                   unsigned p2 = 0u) {
@@ -764,8 +770,7 @@ class Warp {
                          t.clock);
 #endif
   }
-  // emit_pair stores two events, the first at t, the second now (one
-  // 16-byte store where it can; a wrap build's ring stores two).
+  // emit_pair stores two events, the first at t, the second now.
   __device__ __forceinline__ void emit_pair(Stamp t, unsigned kind1,
                                             unsigned short name1, unsigned payload1,
                                             unsigned kind2, unsigned short name2,
@@ -773,38 +778,20 @@ class Warp {
     emit_pair_tags(t, tag(kind1, name1), addend(payload1), tag(kind2, name2),
                    addend(payload2));
   }
-  // emit_pair_tags is emit_pair with the tags and addends made (Batch). The
-  // side writer's part is a branch here (pairs are for hot loops, which
-  // record with lane 0).
+  // emit_pair_tags is emit_pair with the tags and addends made (Batch).
   __device__ __forceinline__ void emit_pair_tags(Stamp t, unsigned k1, unsigned a1,
                                                  unsigned k2, unsigned a2) {
-    const unsigned c = pos_;
 #if IKET__BUILD_WRAP
+    const unsigned c = pos_;
     detail::record_at_c(slot(c), on_, k1, a1, t.clock);
     // Saturated, both go to the stuck slot, as every later event does.
     detail::record_at(slot(min(c + 8u, detail::kCursorLimit)), on_, k2, a2);
     sc_ += (detail::active_mask() & (lt_ | 1u)) == 0u ? 2u : 0u;
     pos_ = min(c + 16u, detail::kCursorLimit);
 #else
-    // Lane 0 stores the pair; the side writer, if lane 0 is elsewhere,
-    // stores both records at its own cursor.
-    detail::record_pair(slot(c), x_ == 0u ? lim_ : 0u, k1, a1, t.clock, k2, a2);
-    if ((detail::active_mask() & (lt_ | 1u)) == 0u) {
-      side_store(detail::pack_at(t.clock, k1, a1));
-      side_store(detail::pack_now(k2, a2, slot(~pos_)));
-    }
-    if (x_ == 0u) pos_ = min(c + 16u, detail::kCursorLimit);
+    detail::record_two(pos_, hi_, lim_, k1, a1, lt_, x_, top_, t.clock, k2, a2);
 #endif
   }
-#if !IKET__BUILD_WRAP
-  // side_store stores a packed record at the side cursor (~pos_), as
-  // record_one does for the side writer.
-  __device__ __forceinline__ void side_store(unsigned long long r) {
-    const unsigned sc = ~pos_;
-    if (sc >= first_) detail::store_one(slot(sc), r);
-    pos_ = min(pos_ + 8u, top_);
-  }
-#endif
   // live reports whether the launch has buffers (the runtime set
   // iket_state.base): lt_ is all ones without (see the constructor).
   __device__ __forceinline__ bool live() const { return lt_ != 0xffffffffu; }
@@ -857,7 +844,7 @@ class Warp {
 // registers, lane i holding the warp's i-th pending pair, and stores them 32
 // at a time: each lane stores its own pair, so one flush is one 16-byte store
 // per lane (512 contiguous bytes) where 32 pairs recorded through Warp take
-// 32 stores. For hot loops where the stores themselves cost (the gemm's
+// 64 stores. For hot loops where the stores themselves cost (the gemm's
 // consumer warps: docs/OVERHEAD.md, "Where the cost goes"). Use it where the warp
 // records pairs with all 32 lanes:
 //
