@@ -204,10 +204,10 @@ __device__ __forceinline__ unsigned long long clock64v() {
 // or a fence it waits (measured on the H200 with CUDA 13.0): without one, a
 // range_pop right after __syncthreads read its clock up to the whole wait
 // early. The store, to the 64-bit address a, is predicated on the 32-bit
-// word w being 1: w is a cursor (record_one) or a record address's low
-// word, never 1 (a multiple of 8, or the complement of one), which ptxas
-// cannot know, so the store stays: an ISETP and an issue slot, off the
-// clock's chain (a WARPSYNC on the active mask, which also makes the clock
+// word w being 1: w is a lane's cursor (record_one, record_two, and through
+// a's low word Warp::stamp) or a record address's low word, never 1 (a
+// multiple of 8, or the complement of one), which ptxas cannot know, so
+// the store stays: an ISETP and an issue slot, off the clock's chain (a WARPSYNC on the active mask, which also makes the clock
 // wait, takes four instructions in a chain). IKET__NOW(r, a) takes w from
 // a's low word.
 #define IKET__NOW_W(r, w, a)                                                 \
@@ -218,8 +218,8 @@ __device__ __forceinline__ unsigned long long clock64v() {
   "{\n\t.reg .b32 fl, fh;\n\tmov.b64 {fl, fh}, " a ";\n\t"                     \
   IKET__NOW_W(r, "fl", a) "}\n\t"
 
-// now is the clock read of an event (IKET__NOW), for Warp::stamp; a is the
-// warp's next record address.
+// now is the clock read of an event (IKET__NOW), for Warp::stamp; a is
+// slot(pos_), whose low word is the lane's cursor.
 __device__ __forceinline__ unsigned long long now(unsigned long long a) {
   unsigned long long c;
   asm volatile(IKET__NOW("%0", "%1") : "=l"(c) : "l"(a) : "memory");
