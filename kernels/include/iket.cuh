@@ -207,9 +207,9 @@ __device__ __forceinline__ unsigned long long clock64v() {
 // word w being 1: w is a lane's cursor (record_one, record_two, and through
 // a's low word Warp::stamp) or a record address's low word, never 1 (a
 // multiple of 8, or the complement of one), which ptxas cannot know, so
-// the store stays: an ISETP and an issue slot, off the clock's chain (a WARPSYNC on the active mask, which also makes the clock
-// wait, takes four instructions in a chain). IKET__NOW(r, a) takes w from
-// a's low word.
+// the store stays: an ISETP and an issue slot, off the clock's chain (a
+// WARPSYNC on the active mask, which also makes the clock wait, takes four
+// instructions in a chain). IKET__NOW(r, a) takes w from a's low word.
 #define IKET__NOW_W(r, w, a)                                                 \
   "{\n\t.reg .pred f;\n\tsetp.eq.u32 f, " w ", 1;\n\t"                        \
   "@f st.global.u32 [" a "], " w ";\n\t}\n\t"                                 \
