@@ -38,9 +38,10 @@
 // Lanes. Record with any lanes: the whole warp, lane 0 alone, some lanes,
 // one after the other. Lane 0 stores the warp's events; an event recorded
 // while lane 0 is elsewhere is stored apart by the lowest lane recording,
-// and the decoder puts it back in time order (a wrap build counts it only). Such events from different
-// lowest lanes (`if (lane == 5) ...; if (lane == 7) ...`), or ranges in two
-// branches that run at once, can collide: the decoder names the warp.
+// and the decoder puts it back in time order (a wrap build counts it
+// only). Such events from different lowest lanes (`if (lane == 5) ...; if
+// (lane == 7) ...`), or ranges in two branches that run at once, can
+// collide: the decoder names the warp.
 //
 // One advanced form, for hot loops where the plain calls cost too much:
 // stamped pairs. tr.stamp() takes the time where a phase changes and
