@@ -22,21 +22,23 @@ import (
 // earliest warp start; otherData.iket_time_origin_ns holds that origin.
 // Counters and flows are left to the protobuf format. It does not close out.
 func WriteJSON(out io.Writer, c *trace.Capture) error {
-	origin, err := captureOrigin(c)
-	if err != nil {
-		return fmt.Errorf("write json: %w", err)
-	}
-	j := &jsonWriter{bw: bufio.NewWriterSize(out, 1<<16), origin: origin}
-	j.raw(`{"displayTimeUnit":"ns","otherData":{"iket_time_origin_ns":`)
-	j.b = strconv.AppendInt(j.b[:0], origin, 10)
-	j.raw(string(j.b))
-	j.raw(`},"traceEvents":[` + "\n")
-	for i := range c.NumLaunches() {
+	decs := make([]*trace.Decoder, c.NumLaunches())
+	for i := range decs {
 		l := c.Launch(i)
 		d, err := trace.NewDecoder(l, trace.Options{})
 		if err != nil {
 			return fmt.Errorf("write json: launch %d (%s): %w", i, l.Meta.Kernel, err)
 		}
+		decs[i] = d
+	}
+	origin := captureOrigin(decs)
+	j := &jsonWriter{bw: bufio.NewWriterSize(out, 1<<16), origin: origin}
+	j.raw(`{"displayTimeUnit":"ns","otherData":{"iket_time_origin_ns":`)
+	j.b = strconv.AppendInt(j.b[:0], origin, 10)
+	j.raw(string(j.b))
+	j.raw(`},"traceEvents":[` + "\n")
+	for i, d := range decs {
+		l := c.Launch(i)
 		pid := i + 1
 		j.meta(pid, 0, "process_name", fmt.Sprintf("launch %d · %s", i, l.Meta.Kernel))
 		j.metaInt(pid, 0, "process_sort_index", int64(i))
@@ -44,7 +46,7 @@ func WriteJSON(out io.Writer, c *trace.Capture) error {
 			j.meta(pid, 0, "thread_name", "problems")
 			j.instant(pid, 0, 0, msg, "", "")
 		}
-		err = d.Each(func(wp *trace.Warp) error {
+		err := d.Each(func(wp *trace.Warp) error {
 			if note := wp.LeftOut(); note != "" {
 				problem(note)
 			} else if wp.Started {
@@ -70,22 +72,18 @@ func WriteJSON(out io.Writer, c *trace.Capture) error {
 }
 
 // captureOrigin returns 1 us before the earliest start anchor of any
-// started warp ([trace.Decoder.GPUSpan]).
-func captureOrigin(c *trace.Capture) (int64, error) {
+// started warp ([trace.Decoder.GPUSpan]) of the launches decoded by decs.
+func captureOrigin(decs []*trace.Decoder) int64 {
 	origin := int64(math.MaxInt64)
-	for i := range c.NumLaunches() {
-		d, err := trace.NewDecoder(c.Launch(i), trace.Options{})
-		if err != nil {
-			return 0, fmt.Errorf("launch %d: %w", i, err)
-		}
+	for _, d := range decs {
 		if t, _, ok := d.GPUSpan(); ok && t >= 0 {
 			origin = min(origin, t)
 		}
 	}
 	if origin == math.MaxInt64 {
-		return 0, nil
+		return 0
 	}
-	return max(0, origin-1000), nil
+	return max(0, origin-1000)
 }
 
 type jsonWriter struct {
