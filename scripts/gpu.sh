@@ -26,6 +26,9 @@ step() { # step NAME CMD...: runs CMD, logs to $OUT/NAME.log, records pass/fail
   status+=("$(printf '%-28s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - t0))")")
   return $rc
 }
+# The tree's git data can be stale where it is a copy: the binary's version
+# names the commit it was built from.
+./bin/iket --version 2>&1 | head -n 1
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_throttle_reasons.active --format=csv > "$OUT/nvidia-smi.csv" 2>&1
 cat "$OUT/nvidia-smi.csv"
 step devices ./bin/iket devices

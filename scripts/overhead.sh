@@ -93,10 +93,11 @@ step() { # step NAME TIMEOUT CMD...: runs CMD with a timeout, logs to $WORK/NAME
 }
 
 # The git commit can be stale where the tree is a copy with old git data;
-# the hash of the kernel sources says what was built. IKET_COMMIT, when set,
-# names the commit.
+# the hash of the kernel sources says what was built, and the iket binary's
+# version which commit it was built from. IKET_COMMIT, when set, names the
+# commit.
 kernels_hash=$(find kernels -type f \( -name '*.cu' -o -name '*.cuh' \) | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
-echo "iket overhead run: $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${IKET_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?') (git here)}, kernels/ sources sha256 $kernels_hash"
+echo "iket overhead run: $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${IKET_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?') (git here)}, kernels/ sources sha256 $kernels_hash, $("$IKET" --version 2>&1 | head -n 1)"
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,clocks_throttle_reasons.active --format=csv 2>&1 | tee "$WORK/nvidia-smi-before.csv"
 "$NVCC" --version | tail -n 2
 if [ -x "$IKET" ]; then
