@@ -133,8 +133,8 @@ namespace iket {
 
 // State is set by the runtime (cuModuleGetGlobal "iket_state") before each
 // launch. base == 0 means no buffers: the warp's header address is null
-// (its records' 0x40 on), each event's store is predicated off and the
-// start and exit records are skipped.
+// (its records start at address 0x40), each event's store is predicated
+// off and the start and exit records are skipped.
 struct State {
   unsigned long long base;   // device address of warp 0's header
   unsigned capacity;         // records per warp (power of two in wrap mode)
@@ -219,6 +219,15 @@ __device__ __forceinline__ unsigned long long clock64v() {
   "{\n\t.reg .b32 fl, fh;\n\tmov.b64 {fl, fh}, " a ";\n\t"                     \
   IKET__NOW_W(r, "fl", a) "}\n\t"
 
+// IKET__TAG(dst, src, k, p) makes a record (format 2): the 64-bit clock src
+// with the tag k and the payload part p added to its high word; the asm
+// declares .b32 l and h.
+#define IKET__TAG(dst, src, k, p)                                            \
+  "mov.b64 {l, h}, " src ";\n\t"                                              \
+  "add.u32 h, h, " k ";\n\t"                                                  \
+  "add.u32 h, h, " p ";\n\t"                                                  \
+  "mov.b64 " dst ", {l, h};\n\t"
+
 // now is the clock read of an event (IKET__NOW), for Warp::stamp; a is
 // slot(pos_), whose low word is the lane's cursor.
 __device__ __forceinline__ unsigned long long now(unsigned long long a) {
@@ -232,16 +241,16 @@ __device__ __forceinline__ unsigned long long now(unsigned long long a) {
 // word, high word = the clock's high word + k + p, with k = kind << 29 |
 // name << 16 and p = payload & 0xffff (format version 2, docs/FORMAT.md:
 // the decoder knows each event's full clock, so it subtracts the high word
-// back out). Adding to the clock keeps
-// the whole 64-bit read live, so ptxas reads it with one CS2R into the
-// register pair it stores (CUDA 12.4 and 13.0 alike; a record that keeps
-// only the low word gets S2UR + NOP + a move from CUDA 13.0), and k + p is
-// one IADD3. The clock is read behind a store that never runs (IKET__NOW),
-// so an event after a barrier records the time the barrier completed. The
-// "memory" clobber keeps every record these functions store in program order with
-// the kernel's loads and stores in the compiler (volatile alone orders
-// events only with each other and with other asm statements); Batch's
-// packed records (pack_now, pack_at) carry none, their stores come later.
+// back out). Adding to the clock keeps the whole 64-bit read live, so
+// ptxas reads it with one CS2R into the register pair it stores (CUDA 12.4
+// and 13.0 alike; a record that keeps only the low word gets S2UR + NOP + a
+// move from CUDA 13.0), and k + p is one IADD3. The clock is read behind a
+// store that never runs (IKET__NOW), so an event after a barrier records
+// the time the barrier completed. The "memory" clobber keeps every record
+// these functions store in program order with the kernel's loads and
+// stores in the compiler (volatile alone orders events only with each
+// other and with other asm statements); Batch's packed records (pack_now,
+// pack_at) carry none, their stores come later.
 // record_one does that for Warp::emit in every lane with one cursor, one
 // bound and one store: the lane records when no lane below it is active
 // (lt is %lanemask_lt, all ones without buffers): lane 0 always, another
@@ -259,30 +268,34 @@ __device__ __forceinline__ unsigned long long now(unsigned long long a) {
 // the declarations, the writer's test, the bound and the address (head);
 // the store and the step (tail).
 // Operands: %0 pos, %1 hi, %2 lim, %3 k, %4 p, %5 lt, %6 x, %7 top; c is the record.
+// IKET__WRITER sets w when this lane records (record_one, record_two), and
+// IKET__STEP(d, by) then steps its cursor by `by`, not above top (through
+// the .b32 register d), and closes the asm's block.
+#define IKET__WRITER                                                         \
+  "activemask.b32 m;\n\t"                                                    \
+  "and.b32 m, m, %5;\n\t"                                                    \
+  "setp.eq.u32 w, m, 0;\n\t"
+#define IKET__STEP(d, by)                                                    \
+  "add.u32 " d ", %0, " by ";\n\t"                                            \
+  "min.u32 " d ", " d ", %7;\n\t"                                             \
+  "@w mov.b32 %0, " d ";\n\t}"
 #define IKET__ONE_HEAD                                                       \
   "{\n\t.reg .pred q, w;\n\t.reg .b64 c, a;\n\t"                            \
   ".reg .b32 al, l, h, m, d;\n\t"                                            \
-  "activemask.b32 m;\n\t"                                                    \
-  "and.b32 m, m, %5;\n\t"                                                    \
-  "setp.eq.u32 w, m, 0;\n\t"                                                 \
+  IKET__WRITER                                                               \
   "setp.lt.and.u32 q, %0, %2, w;\n\t"                                        \
   "xor.b32 al, %0, %6;\n\t"                                                  \
   "mov.b64 a, {al, %1};\n\t"
 #define IKET__ONE_TAIL                                                       \
   "@q st.global.u64 [a], c;\n\t"                                             \
-  "add.u32 d, %0, 8;\n\t"                                                    \
-  "min.u32 d, d, %7;\n\t"                                                    \
-  "@w mov.b32 %0, d;\n\t}"
+  IKET__STEP("d", "8")
 __device__ __forceinline__ void record_one(unsigned& pos, unsigned hi, unsigned lim,
                                            unsigned k, unsigned p, unsigned lt,
                                            unsigned x, unsigned top) {
   asm volatile(
       IKET__ONE_HEAD
       IKET__NOW_W("c", "%0", "a")
-      "mov.b64 {l, h}, c;\n\t"
-      "add.u32 h, h, %3;\n\t"
-      "add.u32 h, h, %4;\n\t"
-      "mov.b64 c, {l, h};\n\t"
+      IKET__TAG("c", "c", "%3", "%4")
       IKET__ONE_TAIL
       : "+r"(pos)
       : "r"(hi), "r"(lim), "r"(k), "r"(p), "r"(lt), "r"(x), "r"(top)
@@ -298,17 +311,12 @@ __device__ __forceinline__ void record_one_c(unsigned& pos, unsigned hi, unsigne
                                              unsigned long long clk) {
   asm volatile(
       IKET__ONE_HEAD
-      "mov.b64 {l, h}, %8;\n\t"
-      "add.u32 h, h, %3;\n\t"
-      "add.u32 h, h, %4;\n\t"
-      "mov.b64 c, {l, h};\n\t"
+      IKET__TAG("c", "%8", "%3", "%4")
       IKET__ONE_TAIL
       : "+r"(pos)
       : "r"(hi), "r"(lim), "r"(k), "r"(p), "r"(lt), "r"(x), "r"(top), "l"(clk)
       : "memory");
 }
-#undef IKET__ONE_HEAD
-#undef IKET__ONE_TAIL
 // record_two is record_one for two records, the first with the clock clk
 // read earlier (Warp::stamp), the second with the clock now: the first at
 // the address pos ^ x, the second at (pos + 8) ^ x (lane 0's next record,
@@ -323,9 +331,7 @@ __device__ __forceinline__ void record_two(unsigned& pos, unsigned hi, unsigned 
   asm volatile(
       "{\n\t.reg .pred q, r, w;\n\t.reg .b64 c, d, a, b;\n\t"
       ".reg .b32 al, bl, e, l, h, m, n;\n\t"
-      "activemask.b32 m;\n\t"
-      "and.b32 m, m, %5;\n\t"
-      "setp.eq.u32 w, m, 0;\n\t"
+      IKET__WRITER
       "add.u32 e, %0, 8;\n\t"
       "setp.lt.and.u32 q, %0, %2, w;\n\t"
       "setp.lt.and.u32 r, e, %2, w;\n\t"
@@ -333,25 +339,21 @@ __device__ __forceinline__ void record_two(unsigned& pos, unsigned hi, unsigned 
       "xor.b32 bl, e, %6;\n\t"
       "mov.b64 a, {al, %1};\n\t"
       "mov.b64 b, {bl, %1};\n\t"
-      "mov.b64 {l, h}, %8;\n\t"
-      "add.u32 h, h, %3;\n\t"
-      "add.u32 h, h, %4;\n\t"
-      "mov.b64 c, {l, h};\n\t"
+      IKET__TAG("c", "%8", "%3", "%4")
       IKET__NOW_W("d", "%0", "a")
-      "mov.b64 {l, h}, d;\n\t"
-      "add.u32 h, h, %9;\n\t"
-      "add.u32 h, h, %10;\n\t"
-      "mov.b64 d, {l, h};\n\t"
+      IKET__TAG("d", "d", "%9", "%10")
       "@q st.global.u64 [a], c;\n\t"
       "@r st.global.u64 [b], d;\n\t"
-      "add.u32 n, %0, 16;\n\t"
-      "min.u32 n, n, %7;\n\t"
-      "@w mov.b32 %0, n;\n\t}"
+      IKET__STEP("n", "16")
       : "+r"(pos)
       : "r"(hi), "r"(lim), "r"(k1), "r"(p1), "r"(lt), "r"(x), "r"(top), "l"(clk),
         "r"(k2), "r"(p2)
       : "memory");
 }
+#undef IKET__ONE_HEAD
+#undef IKET__ONE_TAIL
+#undef IKET__WRITER
+#undef IKET__STEP
 // record_at_c is record_at with a clock read earlier.
 __device__ __forceinline__ void record_at_c(unsigned long long addr, unsigned on,
                                             unsigned k, unsigned p,
@@ -359,10 +361,7 @@ __device__ __forceinline__ void record_at_c(unsigned long long addr, unsigned on
   asm volatile(
       "{\n\t.reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
       "setp.ne.u32 q, %1, 0;\n\t"
-      "mov.b64 {l, h}, %4;\n\t"
-      "add.u32 h, h, %2;\n\t"
-      "add.u32 h, h, %3;\n\t"
-      "mov.b64 c, {l, h};\n\t"
+      IKET__TAG("c", "%4", "%2", "%3")
       "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
       "r"(on), "r"(k), "r"(p), "l"(clk)
       : "memory");
@@ -376,10 +375,7 @@ __device__ __forceinline__ void record_at(unsigned long long addr, unsigned on,
       "{\n\t.reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
       "setp.ne.u32 q, %1, 0;\n\t"
       IKET__NOW("c", "%0")
-      "mov.b64 {l, h}, c;\n\t"
-      "add.u32 h, h, %2;\n\t"
-      "add.u32 h, h, %3;\n\t"
-      "mov.b64 c, {l, h};\n\t"
+      IKET__TAG("c", "c", "%2", "%3")
       "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
       "r"(on), "r"(k), "r"(p)
       : "memory");
@@ -432,19 +428,16 @@ __device__ __forceinline__ unsigned lane_id() {
 }
 
 // pack_now is a record (format 2, as record_one writes it) with the clock now;
-// pack_at one with a clock read earlier. For Batch, which stores later; the
-// packing repeats record_at's and record_one_c's (keep in step). a is the
-// record's address (IKET__NOW's operand).
+// pack_at one with a clock read earlier (IKET__TAG, as every record). For
+// Batch, which stores later. a is the record's address (IKET__NOW's
+// operand).
 __device__ __forceinline__ unsigned long long pack_now(unsigned k, unsigned p,
                                                        unsigned long long a) {
   unsigned long long r;
   asm volatile(
       "{\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
       IKET__NOW("c", "%3")
-      "mov.b64 {l, h}, c;\n\t"
-      "add.u32 h, h, %1;\n\t"
-      "add.u32 h, h, %2;\n\t"
-      "mov.b64 %0, {l, h};\n\t}"
+      IKET__TAG("%0", "c", "%1", "%2") "}"
       : "=l"(r)
       : "r"(k), "r"(p), "l"(a));
   return r;
@@ -453,10 +446,7 @@ __device__ __forceinline__ unsigned long long pack_at(unsigned long long clk,
                                                       unsigned k, unsigned p) {
   unsigned long long r;
   asm("{\n\t.reg .b32 l, h;\n\t"
-      "mov.b64 {l, h}, %1;\n\t"
-      "add.u32 h, h, %2;\n\t"
-      "add.u32 h, h, %3;\n\t"
-      "mov.b64 %0, {l, h};\n\t}"
+      IKET__TAG("%0", "%1", "%2", "%3") "}"
       : "=l"(r)
       : "l"(clk), "r"(k), "r"(p));
   return r;
@@ -561,8 +551,8 @@ class Warp {
     // Another lane's side records start at the last record and go down
     // while their address is at least record 0's (~pos_ < 0 - first_), the
     // cursor stopping two slots below it, so that a side count of capacity
-    // + 1 says that more were recorded than stored. The cursor is complemented, so that
-    // it steps up in every lane.
+    // + 1 says that more were recorded than stored. The cursor is
+    // complemented, so that it steps up in every lane.
     lim_ = s.base == 0ull ? 0u : lane0 ? first_ + 8u * cap : 0u - first_;
     top_ = lane0 ? detail::kCursorLimit : ~(first_ - 16u);
     pos_ = lane0 ? first_ : ~(first_ + 8u * (cap - 1u));
