@@ -135,7 +135,7 @@ func newView(in *Input, lm *trace.LaunchMeta, p *payload) *view {
 			v.Facts = append(v.Facts, fact{"resources", r.String()})
 		}
 		if b := lm.RecordsL2Bytes; b != nil {
-			v.Facts = append(v.Facts, fact{"records", recordsL2(*b)})
+			v.Facts = append(v.Facts, fact{"records", trace.RecordsL2(*b)})
 		}
 		if l := lm.Latency; l != nil && l.UninstrumentedResources != nil {
 			v.Facts = append(v.Facts, fact{"resources, uninstrumented", l.UninstrumentedResources.String()})
@@ -262,12 +262,4 @@ func conditions(d *trace.Device) []condRow {
 			return strings.Join(c.ThrottleReasons, ", ")
 		}),
 	}
-}
-
-// recordsL2 says where a launch's records went while it ran.
-func recordsL2(b uint64) string {
-	if b == 0 {
-		return "written through the L2 with the kernel's data"
-	}
-	return fmt.Sprintf("kept in the L2 (a persisting window over the buffers, %.1f MiB set aside)", float64(b)/(1<<20))
 }

@@ -79,6 +79,15 @@ type LaunchMeta struct {
 	RecordsL2Bytes *uint64 `json:"records_l2_bytes,omitempty"`
 }
 
+// RecordsL2 says where a launch's records went while it ran, given its
+// RecordsL2Bytes (the report and `iket run` print it after "records").
+func RecordsL2(bytes uint64) string {
+	if bytes == 0 {
+		return "written through the L2 with the kernel's data"
+	}
+	return fmt.Sprintf("kept in the L2 (a persisting window over the buffers, %.1f MiB set aside)", float64(bytes)/(1<<20))
+}
+
 // Mode is what a warp's buffer does when it is full.
 type Mode string
 

@@ -454,11 +454,7 @@ func writeAppLatency(w io.Writer, lat []attach.KernelLatency) {
 			}
 			fmt.Fprintln(w)
 		}
-		if k.RecordsL2Bytes > 0 {
-			fmt.Fprintf(w, "  records kept in the L2 (a persisting window over the buffers, %.1f MiB set aside)\n", float64(k.RecordsL2Bytes)/(1<<20))
-		} else {
-			fmt.Fprintf(w, "  records written through the L2 with the kernel's data\n")
-		}
+		fmt.Fprintf(w, "  records %s\n", trace.RecordsL2(k.RecordsL2Bytes))
 		for _, m := range k.Warnings {
 			fmt.Fprintf(w, "  warning: %s\n", m)
 		}
