@@ -205,10 +205,10 @@ __device__ __forceinline__ unsigned long long clock64v() {
 // or a fence it waits (measured on the H200 with CUDA 13.0): without one, a
 // range_pop right after __syncthreads read its clock up to the whole wait
 // early. The store, to the 64-bit address a, is predicated on the 32-bit
-// word w being 1: w is a lane's cursor (record_one, record_two, and through
-// a's low word Warp::stamp) or a record address's low word, never 1 (a
-// multiple of 8, or the complement of one), which ptxas cannot know, so
-// the store stays: an ISETP and an issue slot, off the clock's chain (a
+// word w being 1: w is a lane's bound (record_one, record_two) or a record
+// address's low word (Warp::stamp, a wrap build), never 1 (multiples of
+// 8), which ptxas cannot know, so the store stays: an issue slot off the
+// clock's chain, and an ISETP where w changes from event to event (a
 // WARPSYNC on the active mask, which also makes the clock wait, takes four
 // instructions in a chain). IKET__NOW(r, a) takes w from a's low word.
 #define IKET__NOW_W(r, w, a)                                                 \
@@ -262,9 +262,10 @@ __device__ __forceinline__ unsigned long long now(unsigned long long a) {
 // side cursor's address down by 8, not below its floor). Branch-free: the
 // active mask (VOTE), LOP3, ISETP, LOP3, the store and the step (one
 // VIADDMNMX), one store per event where lane 0 and the side writer had one
-// each. The store that never runs is predicated on the cursor itself, so
-// its ISETP runs beside the address's LOP3 rather than after it (the event
-// 16 cycles on a dependent chain instead of 21, H200). The PTX both share:
+// each. The store that never runs is predicated on the lane's bound lim,
+// the same at every event, so ptxas tests it once for the kernel: the event
+// adds 12 cycles to a dependent chain, against 16 predicated on the cursor
+// and 21 on the record's address (H200). The PTX both share:
 // the declarations, the writer's test, the bound and the address (head);
 // the store and the step (tail).
 // Operands: %0 pos, %1 hi, %2 lim, %3 k, %4 p, %5 lt, %6 x, %7 top; c is the record.
@@ -294,7 +295,7 @@ __device__ __forceinline__ void record_one(unsigned& pos, unsigned hi, unsigned 
                                            unsigned x, unsigned top) {
   asm volatile(
       IKET__ONE_HEAD
-      IKET__NOW_W("c", "%0", "a")
+      IKET__NOW_W("c", "%2", "a")
       IKET__TAG("c", "c", "%3", "%4")
       IKET__ONE_TAIL
       : "+r"(pos)
@@ -340,7 +341,7 @@ __device__ __forceinline__ void record_two(unsigned& pos, unsigned hi, unsigned 
       "mov.b64 a, {al, %1};\n\t"
       "mov.b64 b, {bl, %1};\n\t"
       IKET__TAG("c", "%8", "%3", "%4")
-      IKET__NOW_W("d", "%0", "a")
+      IKET__NOW_W("d", "%2", "a")
       IKET__TAG("d", "d", "%9", "%10")
       "@q st.global.u64 [a], c;\n\t"
       "@r st.global.u64 [b], d;\n\t"
@@ -726,8 +727,8 @@ class Warp {
   // VOTE, and a LOP3), the cursor (the low word of the next record's
   // address: a warp's buffer never straddles a 4 GiB boundary, the runtime
   // allocates so) against its bound (ISETP) and into an address (LOP3), a
-  // store that never runs (ISETP, STG: the clock waits for a barrier
-  // before it), read the 64-bit clock (CS2R), add kind, name and payload to
+  // store that never runs (STG, its predicate tested once: the clock waits
+  // for a barrier before it), read the 64-bit clock (CS2R), add kind, name and payload to
   // its high word (IADD3), one 8-byte store predicated off past capacity
   // and in lanes that do not record (STG), advance the cursor, saturating
   // (VIADDMNMX). A payload that changes from
