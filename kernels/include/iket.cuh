@@ -205,10 +205,11 @@ __device__ __forceinline__ unsigned long long clock64v() {
 // or a fence it waits (measured on the H200 with CUDA 13.0): without one, a
 // range_pop right after __syncthreads read its clock up to the whole wait
 // early. The store, to the 64-bit address a, is predicated on the 32-bit
-// word w being 1: w is a lane's bound (record_one, record_two) or a record
-// address's low word (Warp::stamp, a wrap build), never 1 (multiples of
-// 8), which ptxas cannot know, so the store stays: an issue slot off the
-// clock's chain, and an ISETP where w changes from event to event (a
+// word w being 1: w is a lane's bound (record_one, record_two), its cursor
+// (Warp::stamp, as a's low word) or a record address's low word (a wrap
+// build, Batch), never 1 (multiples of 8, or the complement of one), which
+// ptxas cannot know, so the store stays: an issue slot off the clock's
+// chain, and an ISETP where w changes from event to event (a
 // WARPSYNC on the active mask, which also makes the clock wait, takes four
 // instructions in a chain). IKET__NOW(r, a) takes w from a's low word.
 #define IKET__NOW_W(r, w, a)                                                 \
@@ -728,14 +729,14 @@ class Warp {
   // address: a warp's buffer never straddles a 4 GiB boundary, the runtime
   // allocates so) against its bound (ISETP) and into an address (LOP3), a
   // store that never runs (STG, its predicate tested once: the clock waits
-  // for a barrier before it), read the 64-bit clock (CS2R), add kind, name and payload to
-  // its high word (IADD3), one 8-byte store predicated off past capacity
-  // and in lanes that do not record (STG), advance the cursor, saturating
-  // (VIADDMNMX). A payload that changes from
-  // event to event adds its add (a VIADD), one of unknown range also its
-  // mask. z() is zero at run time: without a per-lane term, ptxas moves the
-  // add of a warp-uniform payload (a stage index) to the uniform datapath
-  // and the clock there and back, four moves more. No fence, no branch, no
+  // for a barrier before it), read the 64-bit clock (CS2R), add kind, name
+  // and payload to its high word (IADD3), one 8-byte store predicated off
+  // past capacity and in lanes that do not record (STG), advance the
+  // cursor, saturating (VIADDMNMX). A payload that changes from event to
+  // event adds its add (a VIADD), one of unknown range also its mask. z()
+  // is zero at run time: without a per-lane term, ptxas moves the add of a
+  // warp-uniform payload (a stage index) to the uniform datapath and the
+  // clock there and back, four moves more. No fence, no branch, no
   // warp-wide step. A wrap build masks a byte offset instead of comparing,
   // and only counts side events.
   __device__ __forceinline__ void emit(unsigned kind, unsigned short name,
