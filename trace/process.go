@@ -54,14 +54,21 @@ func (r *Resources) String() string {
 
 // Perturbation warns where the traced build (inst) takes an SM differently
 // from the uninstrumented one (base): its occupancy or its local memory
-// (spills). Nil when either is unknown or nothing differs.
+// (spills). Where the traced build also takes more registers, the
+// occupancy warning says so and what may win some of it back. Nil when
+// either is unknown or nothing differs.
 func Perturbation(inst, base *Resources) []string {
 	if inst == nil || base == nil {
 		return nil
 	}
 	var w []string
 	if inst.MaxActiveCTAsPerSM != base.MaxActiveCTAsPerSM {
-		w = append(w, fmt.Sprintf("occupancy differs: %d CTAs per SM traced, %d uninstrumented", inst.MaxActiveCTAsPerSM, base.MaxActiveCTAsPerSM))
+		s := fmt.Sprintf("occupancy differs: %d CTAs per SM traced, %d uninstrumented", inst.MaxActiveCTAsPerSM, base.MaxActiveCTAsPerSM)
+		if inst.MaxActiveCTAsPerSM < base.MaxActiveCTAsPerSM && inst.Registers > base.Registers {
+			s += fmt.Sprintf(" (%d registers per thread against %d; a register cap on the instrumented build, nvcc -maxrregcount or __launch_bounds__ with a minimum of CTAs per SM, may win some of it back: docs/OVERHEAD.md)",
+				inst.Registers, base.Registers)
+		}
+		w = append(w, s)
 	}
 	if inst.LocalBytes != base.LocalBytes {
 		w = append(w, fmt.Sprintf("local memory (spills) differs: %d bytes per thread traced, %d uninstrumented", inst.LocalBytes, base.LocalBytes))
