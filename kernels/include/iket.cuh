@@ -198,27 +198,25 @@ __device__ __forceinline__ unsigned long long clock64v() {
   return c;
 }
 
-// IKET__NOW_W(r, w, a) reads the clock into r behind a store that never runs.
+// IKET__NOW(r, w) reads the clock into r behind a store that never runs.
 // A CS2R clock read right after a barrier (__syncthreads:
 // BAR.SYNC.DEFER_BLOCKING) runs before the barrier completes; after a store
 // (one predicated off at run time too), a shared load, a NOP, S2UR, a sleep
 // or a fence it waits (measured on the H200 with CUDA 13.0): without one, a
 // range_pop right after __syncthreads read its clock up to the whole wait
-// early. The store, to the 64-bit address a, is predicated on the 32-bit
-// word w being 1: w is a lane's bound (record_one, record_two), its cursor
-// (Warp::stamp, as a's low word) or a record address's low word (a wrap
-// build, Batch), never 1 (multiples of 8, or the complement of one), which
-// ptxas cannot know, so the store stays: an issue slot off the clock's
-// chain, and an ISETP where w changes from event to event (a
-// WARPSYNC on the active mask, which also makes the clock wait, takes four
-// instructions in a chain). IKET__NOW(r, a) takes w from a's low word.
-#define IKET__NOW_W(r, w, a)                                                 \
+// early. The store writes the 32-bit word w to shared memory at address w,
+// predicated on w being 1. w is the Warp's never() word, the same at every
+// event and never 1 (a multiple of 8), which ptxas cannot know, so the
+// store stays, and is tested once for the kernel: an issue slot that
+// depends on nothing the event computes. A shared store, not a global one:
+// a barrier orders it (ptxas keeps it after the barrier, which a local
+// store it may move above), and it needs no 64-bit address. (A WARPSYNC on
+// the active mask, which also makes the clock wait, takes four
+// instructions in a chain.)
+#define IKET__NOW(r, w)                                                      \
   "{\n\t.reg .pred f;\n\tsetp.eq.u32 f, " w ", 1;\n\t"                        \
-  "@f st.global.u32 [" a "], " w ";\n\t}\n\t"                                 \
+  "@f st.shared.u32 [" w "], " w ";\n\t}\n\t"                                 \
   "mov.u64 " r ", %%clock64;\n\t"
-#define IKET__NOW(r, a)                                                      \
-  "{\n\t.reg .b32 fl, fh;\n\tmov.b64 {fl, fh}, " a ";\n\t"                     \
-  IKET__NOW_W(r, "fl", a) "}\n\t"
 
 // IKET__TAG(dst, src, k, p) makes a record (format 2): the 64-bit clock src
 // with the tag k and the payload part p added to its high word; the asm
@@ -229,11 +227,11 @@ __device__ __forceinline__ unsigned long long clock64v() {
   "add.u32 h, h, " p ";\n\t"                                                  \
   "mov.b64 " dst ", {l, h};\n\t"
 
-// now is the clock read of an event (IKET__NOW), for Warp::stamp; a is
-// slot(pos_), whose low word is the lane's cursor.
-__device__ __forceinline__ unsigned long long now(unsigned long long a) {
+// now is the clock read of an event (IKET__NOW), for Warp::stamp; w is the
+// Warp's never() word.
+__device__ __forceinline__ unsigned long long now(unsigned w) {
   unsigned long long c;
-  asm volatile(IKET__NOW("%0", "%1") : "=l"(c) : "l"(a) : "memory");
+  asm volatile(IKET__NOW("%0", "%1") : "=l"(c) : "r"(w) : "memory");
   return c;
 }
 
@@ -296,7 +294,7 @@ __device__ __forceinline__ void record_one(unsigned& pos, unsigned hi, unsigned 
                                            unsigned x, unsigned top) {
   asm volatile(
       IKET__ONE_HEAD
-      IKET__NOW_W("c", "%2", "a")
+      IKET__NOW("c", "%2")
       IKET__TAG("c", "c", "%3", "%4")
       IKET__ONE_TAIL
       : "+r"(pos)
@@ -342,7 +340,7 @@ __device__ __forceinline__ void record_two(unsigned& pos, unsigned hi, unsigned 
       "mov.b64 a, {al, %1};\n\t"
       "mov.b64 b, {bl, %1};\n\t"
       IKET__TAG("c", "%8", "%3", "%4")
-      IKET__NOW_W("d", "%2", "a")
+      IKET__NOW("d", "%2")
       IKET__TAG("d", "d", "%9", "%10")
       "@q st.global.u64 [a], c;\n\t"
       "@r st.global.u64 [b], d;\n\t"
@@ -370,16 +368,16 @@ __device__ __forceinline__ void record_at_c(unsigned long long addr, unsigned on
 }
 // record_at is record_one's store without the bound or the writer test,
 // stored when on is not zero: a wrap build's address is always inside the
-// ring, and only lane 0 stores.
+// ring, and only lane 0 stores. w is the Warp's never() word (IKET__NOW).
 __device__ __forceinline__ void record_at(unsigned long long addr, unsigned on,
-                                          unsigned k, unsigned p) {
+                                          unsigned k, unsigned p, unsigned w) {
   asm volatile(
       "{\n\t.reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
       "setp.ne.u32 q, %1, 0;\n\t"
-      IKET__NOW("c", "%0")
+      IKET__NOW("c", "%4")
       IKET__TAG("c", "c", "%2", "%3")
       "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
-      "r"(on), "r"(k), "r"(p)
+      "r"(on), "r"(k), "r"(p), "r"(w)
       : "memory");
 }
 // red_max, red_or and red_and update a header word with a reduction
@@ -431,17 +429,16 @@ __device__ __forceinline__ unsigned lane_id() {
 
 // pack_now is a record (format 2, as record_one writes it) with the clock now;
 // pack_at one with a clock read earlier (IKET__TAG, as every record). For
-// Batch, which stores later. a is the record's address (IKET__NOW's
-// operand).
+// Batch, which stores later. w is the Warp's never() word (IKET__NOW).
 __device__ __forceinline__ unsigned long long pack_now(unsigned k, unsigned p,
-                                                       unsigned long long a) {
+                                                       unsigned w) {
   unsigned long long r;
   asm volatile(
       "{\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
       IKET__NOW("c", "%3")
       IKET__TAG("%0", "c", "%1", "%2") "}"
       : "=l"(r)
-      : "r"(k), "r"(p), "l"(a));
+      : "r"(k), "r"(p), "r"(w));
   return r;
 }
 __device__ __forceinline__ unsigned long long pack_at(unsigned long long clk,
@@ -680,7 +677,7 @@ class Warp {
   // with wrong tags (docs/FORMAT.md). Until the stamped event is stored, a
   // warp that hangs or faults shows the previous phase as its last.
   __device__ __forceinline__ Stamp stamp() {
-    Stamp t = {detail::now(slot(pos_))};
+    Stamp t = {detail::now(never())};
     return t;
   }
   // range_next(t, ...) is range_next at the instant t was stamped (no other
@@ -728,8 +725,8 @@ class Warp {
   // VOTE, and a LOP3), the cursor (the low word of the next record's
   // address: a warp's buffer never straddles a 4 GiB boundary, the runtime
   // allocates so) against its bound (ISETP) and into an address (LOP3), a
-  // store that never runs (STG, its predicate tested once: the clock waits
-  // for a barrier before it), read the 64-bit clock (CS2R), add kind, name
+  // shared store that never runs (STS, its predicate tested once: the clock
+  // waits for a barrier before it), read the 64-bit clock (CS2R), add kind, name
   // and payload to its high word (IADD3), one 8-byte store predicated off
   // past capacity and in lanes that do not record (STG), advance the
   // cursor, saturating (VIADDMNMX). A payload that changes from event to
@@ -743,7 +740,7 @@ class Warp {
                                        unsigned payload) {
 #if IKET__BUILD_WRAP
     const unsigned c = pos_;
-    detail::record_at(slot(c), on_, tag(kind, name), addend(payload));
+    detail::record_at(slot(c), on_, tag(kind, name), addend(payload), never());
     sc_ += (detail::active_mask() & (lt_ | 1u)) == 0u ? 1u : 0u;
     pos_ = min(c + 8u, detail::kCursorLimit);
 #else
@@ -778,7 +775,7 @@ class Warp {
     const unsigned c = pos_;
     detail::record_at_c(slot(c), on_, k1, a1, t.clock);
     // Saturated, both go to the stuck slot, as every later event does.
-    detail::record_at(slot(min(c + 8u, detail::kCursorLimit)), on_, k2, a2);
+    detail::record_at(slot(min(c + 8u, detail::kCursorLimit)), on_, k2, a2, never());
     sc_ += (detail::active_mask() & (lt_ | 1u)) == 0u ? 2u : 0u;
     pos_ = min(c + 16u, detail::kCursorLimit);
 #else
@@ -801,6 +798,16 @@ class Warp {
     return (static_cast<unsigned long long>(hi_) << 32) | (first_ + (c & mask_));
 #else
     return (static_cast<unsigned long long>(hi_) << 32) | c;
+#endif
+  }
+  // never is the word IKET__NOW's store that never runs is predicated on
+  // and addressed by: the same at every event, never 1 (a multiple of 8):
+  // stop, the lane's bound (0 without buffers); wrap, record 0's low word.
+  __device__ __forceinline__ unsigned never() const {
+#if IKET__BUILD_WRAP
+    return first_;
+#else
+    return lim_;
 #endif
   }
   // tag is a record's kind and name in place (format 2, docs/FORMAT.md);
@@ -924,7 +931,7 @@ class Batch {
     // Lane 0's cursor is the warp's (lanes may have recorded apart before).
     const unsigned c = __shfl_sync(0xffffffffu, w_.pos_, 0);
     const unsigned long long r1 = detail::pack_at(t.clock, k1, p1);
-    const unsigned long long r2 = detail::pack_now(k2, p2, w_.slot(c));
+    const unsigned long long r2 = detail::pack_now(k2, p2, w_.never());
     // Selects, not a branch: every lane runs the same instructions.
     const bool mine = lane_ == n_;
     r1_ = mine ? r1 : r1_;
