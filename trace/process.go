@@ -65,8 +65,8 @@ func Perturbation(inst, base *Resources) []string {
 	if inst.MaxActiveCTAsPerSM != base.MaxActiveCTAsPerSM {
 		s := fmt.Sprintf("occupancy differs: %d CTAs per SM traced, %d uninstrumented", inst.MaxActiveCTAsPerSM, base.MaxActiveCTAsPerSM)
 		if inst.MaxActiveCTAsPerSM < base.MaxActiveCTAsPerSM && inst.Registers > base.Registers {
-			s += fmt.Sprintf(" (%d registers per thread against %d; a register cap on the instrumented build, nvcc -maxrregcount or __launch_bounds__ with a minimum of CTAs per SM, may win some of it back: docs/OVERHEAD.md)",
-				inst.Registers, base.Registers)
+			s += fmt.Sprintf(" (%d registers per thread against %d; a register cap on the instrumented build, __launch_bounds__(threads per CTA, %d) under #if IKET_ENABLE, may win much of it back; nvcc -maxrregcount=%d may not hold a kernel that has __launch_bounds__: docs/OVERHEAD.md)",
+				inst.Registers, base.Registers, base.MaxActiveCTAsPerSM, base.Registers)
 		}
 		w = append(w, s)
 	}

@@ -16,7 +16,7 @@ func TestPerturbation(t *testing.T) {
 	}{
 		{"same", &Resources{Registers: 48, MaxActiveCTAsPerSM: 4}, nil, ""},
 		{"occupancy", &Resources{MaxActiveCTAsPerSM: 3}, []string{"occupancy differs: 3 CTAs per SM traced, 4 uninstrumented"}, capHint},
-		{"registers", &Resources{Registers: 56, MaxActiveCTAsPerSM: 3}, []string{"3 CTAs per SM traced, 4 uninstrumented (56 registers per thread against 40; a " + capHint}, ""},
+		{"registers", &Resources{Registers: 56, MaxActiveCTAsPerSM: 3}, []string{"3 CTAs per SM traced, 4 uninstrumented (56 registers per thread against 40; a " + capHint + " on the instrumented build, __launch_bounds__(threads per CTA, 4) under #if IKET_ENABLE, may win much of it back; nvcc -maxrregcount=40 "}, ""},
 		{"more CTAs", &Resources{Registers: 56, MaxActiveCTAsPerSM: 5}, []string{"5 CTAs per SM traced, 4 uninstrumented"}, capHint},
 		{"spills", &Resources{MaxActiveCTAsPerSM: 4, LocalBytes: 16}, []string{"local memory (spills) differs: 16 bytes"}, ""},
 		{"unknown", nil, nil, ""},
