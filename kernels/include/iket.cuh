@@ -208,11 +208,11 @@ __device__ __forceinline__ unsigned long long clock64v() {
 // predicated on w being 1. w is the Warp's never() word, the same at every
 // event and never 1 (a multiple of 8), which ptxas cannot know, so the
 // store stays, and is tested once for the kernel: an issue slot that
-// depends on nothing the event computes. A shared store, not a global one:
-// a barrier orders it (ptxas keeps it after the barrier, which a local
-// store it may move above), and it needs no 64-bit address. (A WARPSYNC on
-// the active mask, which also makes the clock wait, takes four
-// instructions in a chain.)
+// depends on nothing the event computes. A shared store, not a global one,
+// needs no 64-bit address; and a barrier orders shared memory, so ptxas
+// keeps the store after it (a local store, which needs no register at all,
+// it moved above __syncthreads). (A WARPSYNC on the active mask, which
+// also makes the clock wait, takes four instructions in a chain.)
 #define IKET__NOW(r, w)                                                      \
   "{\n\t.reg .pred f;\n\tsetp.eq.u32 f, " w ", 1;\n\t"                        \
   "@f st.shared.u32 [" w "], " w ";\n\t}\n\t"                                 \
@@ -725,17 +725,17 @@ class Warp {
   // VOTE, and a LOP3), the cursor (the low word of the next record's
   // address: a warp's buffer never straddles a 4 GiB boundary, the runtime
   // allocates so) against its bound (ISETP) and into an address (LOP3), a
-  // shared store that never runs (STS, its predicate tested once: the clock
-  // waits for a barrier before it), read the 64-bit clock (CS2R), add kind, name
-  // and payload to its high word (IADD3), one 8-byte store predicated off
-  // past capacity and in lanes that do not record (STG), advance the
-  // cursor, saturating (VIADDMNMX). A payload that changes from event to
-  // event adds its add (a VIADD), one of unknown range also its mask. z()
-  // is zero at run time: without a per-lane term, ptxas moves the add of a
-  // warp-uniform payload (a stage index) to the uniform datapath and the
-  // clock there and back, four moves more. No fence, no branch, no
-  // warp-wide step. A wrap build masks a byte offset instead of comparing,
-  // and only counts side events.
+  // shared store that never runs (STS, its predicate tested once: the
+  // clock waits for a barrier before it), read the 64-bit clock (CS2R), add
+  // kind, name and payload to its high word (IADD3), one 8-byte store
+  // predicated off past capacity and in lanes that do not record (STG),
+  // advance the cursor, saturating (VIADDMNMX). A payload that changes
+  // from event to event adds its add (a VIADD), one of unknown range also
+  // its mask. z() is zero at run time: without a per-lane term, ptxas moves
+  // the add of a warp-uniform payload (a stage index) to the uniform
+  // datapath and the clock there and back, four moves more. No fence, no
+  // branch, no warp-wide step. A wrap build masks a byte offset instead of
+  // comparing, and only counts side events.
   __device__ __forceinline__ void emit(unsigned kind, unsigned short name,
                                        unsigned payload) {
 #if IKET__BUILD_WRAP
@@ -800,9 +800,10 @@ class Warp {
     return (static_cast<unsigned long long>(hi_) << 32) | c;
 #endif
   }
-  // never is the word IKET__NOW's store that never runs is predicated on
-  // and addressed by: the same at every event, never 1 (a multiple of 8):
-  // stop, the lane's bound (0 without buffers); wrap, record 0's low word.
+  // never is the word that IKET__NOW's store is predicated on and stored
+  // to (it never runs): the same at every event and never 1 (a multiple
+  // of 8). Stop: the lane's bound (0 without buffers); wrap: record 0's
+  // low word.
   __device__ __forceinline__ unsigned never() const {
 #if IKET__BUILD_WRAP
     return first_;
