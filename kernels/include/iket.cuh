@@ -741,8 +741,7 @@ class Warp {
 #if IKET__BUILD_WRAP
     const unsigned c = pos_;
     detail::record_at(slot(c), on_, tag(kind, name), addend(payload), never());
-    sc_ += (detail::active_mask() & (lt_ | 1u)) == 0u ? 1u : 0u;
-    pos_ = min(c + 8u, detail::kCursorLimit);
+    wrap_step(c, 1u);
 #else
     detail::record_one(pos_, hi_, lim_, tag(kind, name), addend(payload), lt_, x_, top_);
 #endif
@@ -753,8 +752,7 @@ class Warp {
 #if IKET__BUILD_WRAP
     const unsigned c = pos_;
     detail::record_at_c(slot(c), on_, tag(kind, name), addend(payload), t.clock);
-    sc_ += (detail::active_mask() & (lt_ | 1u)) == 0u ? 1u : 0u;
-    pos_ = min(c + 8u, detail::kCursorLimit);
+    wrap_step(c, 1u);
 #else
     detail::record_one_c(pos_, hi_, lim_, tag(kind, name), addend(payload), lt_, x_, top_,
                          t.clock);
@@ -776,12 +774,20 @@ class Warp {
     detail::record_at_c(slot(c), on_, k1, a1, t.clock);
     // Saturated, both go to the stuck slot, as every later event does.
     detail::record_at(slot(min(c + 8u, detail::kCursorLimit)), on_, k2, a2, never());
-    sc_ += (detail::active_mask() & (lt_ | 1u)) == 0u ? 2u : 0u;
-    pos_ = min(c + 16u, detail::kCursorLimit);
+    wrap_step(c, 2u);
 #else
     detail::record_two(pos_, hi_, lim_, k1, a1, lt_, x_, top_, t.clock, k2, a2);
 #endif
   }
+#if IKET__BUILD_WRAP
+  // wrap_step advances a wrap build's cursor from c past n events, and
+  // counts them as side events when this lane is the lowest active one but
+  // not lane 0 (lt_ | 1 is 1 in lane 0, which is active when it records).
+  __device__ __forceinline__ void wrap_step(unsigned c, unsigned n) {
+    sc_ += (detail::active_mask() & (lt_ | 1u)) == 0u ? n : 0u;
+    pos_ = min(c + 8u * n, detail::kCursorLimit);
+  }
+#endif
   // live reports whether the launch has buffers (the runtime set
   // iket_state.base): lt_ is all ones without (see the constructor).
   __device__ __forceinline__ bool live() const { return lt_ != 0xffffffffu; }
