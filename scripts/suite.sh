@@ -104,7 +104,7 @@ if [ -x "$OW/modules/bench" ]; then
     { echo "build of the plain gemm failed (log: $W/gemm-plain.build.log)"; failed=1; }
   # bench run prints no time of its own: the traced columns only.
   for spec in pipeline:pipeline:"$OW/modules" gemm:gemm:"$OW/modules" gemm_plain:gemm:"$PM"; do
-    n=${spec%%:*} k=${spec#*:} k=${k%%:*} m=${spec#*:*:}
+    IFS=: read -r n k m <<< "$spec" # row name, kernel, modules folder
     [ -f "$m/${k}_on.cubin" ] || continue
     rm -rf "$W/run-$n"
     ran+=("hopper_$n")
