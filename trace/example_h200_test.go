@@ -42,5 +42,5 @@ func ExampleAnalyzer_Overlap() {
 	fmt.Printf("compute overlaps issue for %.1f%% of its time (lowest CTA %.1f%%)\n", 100*o.Overall, 100*o.MinCTA)
 	// Output:
 	// gemm on NVIDIA H200: 384 warps, 10400 events, 0 dropped, 0 violations
-	// compute overlaps issue for 22.7% of its time (lowest CTA 22.5%)
+	// compute overlaps issue for 22.5% of its time (lowest CTA 22.2%)
 }
