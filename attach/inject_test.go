@@ -402,6 +402,44 @@ func TestInject(t *testing.T) {
 			},
 		},
 		{
+			name: "without a flush a traced launch's zeroed buffers are reported",
+			args: []string{"--launches", "1"},
+			check: func(t *testing.T, r *Result) {
+				tr := one(t, r).Traced()
+				// 8 warps (grid 2, block 128) of 64 + 8 * 4097 bytes, and 32.
+				if len(tr) != 1 || tr[0].Info.FlushedBytes != 0 || tr[0].Info.PreparedBytes != 8*(64+8*4097)+32 {
+					t.Errorf("traced %+v, want no flush and 262752 bytes zeroed", tr)
+				}
+			},
+		},
+		{
+			name: "without a flush the baseline writes as many bytes before its timed launch",
+			args: []string{"--uninstrumented", "--launches", "2"},
+			opt:  Options{Mode: ModeTime, Times: map[string][]uint64{"_Z8pipelinePfS_i": {0, 1}}},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if len(p.Launches) != 2 {
+					t.Fatalf("timed %d launches, want 2", len(p.Launches))
+				}
+				for _, l := range p.Launches {
+					if l.Info.FlushedBytes != 0 || l.Info.PreparedBytes != 8*(64+8*4097)+32 {
+						t.Errorf("timed launch %d: flushed %d, prepared %d bytes, want 0 and 262752", l.Info.Occurrence, l.Info.FlushedBytes, l.Info.PreparedBytes)
+					}
+				}
+			},
+		},
+		{
+			name: "with a flush the baseline writes only the flush",
+			args: []string{"--uninstrumented", "--launches", "1"},
+			opt:  Options{Mode: ModeTime, FlushL2: 1 << 20, Times: map[string][]uint64{"_Z8pipelinePfS_i": {0}}},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if len(p.Launches) != 1 || p.Launches[0].Info.FlushedBytes != 1<<20 || p.Launches[0].Info.PreparedBytes != 0 {
+					t.Errorf("timed %+v, want the flush alone", p.Launches)
+				}
+			},
+		},
+		{
 			name: "time mode times the listed occurrences of any kernel",
 			args: []string{"--uninstrumented", "--launches", "4"},
 			opt:  Options{Mode: ModeTime, Times: map[string][]uint64{"_Z8pipelinePfS_i": {1, 3}}},

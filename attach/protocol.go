@@ -84,15 +84,20 @@ type LaunchInfo struct {
 	ElapsedMS   *float64  `json:"elapsed_ms"`
 	// FlushedBytes were written to flush the L2 right before the launch
 	// (0: none).
-	FlushedBytes uint64          `json:"flushed_bytes"`
-	HostNS       trace.HostClock `json:"host_ns"`
-	WarpsPerCTA  uint32          `json:"warps_per_cta"`
-	Warps        uint64          `json:"warps"`
-	Capacity     uint32          `json:"capacity"`
-	Version      int             `json:"version"`
-	Build        int             `json:"build"`
-	Watch        bool            `json:"watch"`
-	BufferBytes  uint64          `json:"buffer_bytes"`
+	FlushedBytes uint64 `json:"flushed_bytes"`
+	// PreparedBytes were written to device memory right before the launch
+	// besides the flush: a traced launch's buffers zeroed; without a flush,
+	// as many bytes before the baseline's launch, so that both start from
+	// the same cache (0: none).
+	PreparedBytes uint64          `json:"prepared_bytes"`
+	HostNS        trace.HostClock `json:"host_ns"`
+	WarpsPerCTA   uint32          `json:"warps_per_cta"`
+	Warps         uint64          `json:"warps"`
+	Capacity      uint32          `json:"capacity"`
+	Version       int             `json:"version"`
+	Build         int             `json:"build"`
+	Watch         bool            `json:"watch"`
+	BufferBytes   uint64          `json:"buffer_bytes"`
 	// RecordsL2Bytes is the L2 set aside to keep the launch's records
 	// (persisting lines in an access-policy window over its buffers; 0:
 	// none, the records went through the L2 with the kernel's data).

@@ -116,11 +116,15 @@ static long timeout_ms = 10000;
 static size_t flush_bytes; /* IKET_FLUSH_L2: bytes written before each timed launch */
 static unsigned char flush_value;
 static long idle_ms = 20; /* IKET_IDLE_MS: the GPU left idle before each flush */
-/* One flush buffer per context: each GPU's L2 is flushed with its own. */
+/* One flush buffer per context: each GPU's L2 is flushed with its own
+ * (without a flush, the baseline's stand-in for the traced launch's zeroed
+ * buffers: begin_launch). */
 #define MAX_FLUSH 64
 static struct {
   CUcontext ctx;
   CUdeviceptr buf;
+  size_t size;
+  int failed; /* an allocation failed: said once, nothing written since */
 } flush_bufs[MAX_FLUSH];
 static int nranges;
 static unsigned long long ranges[MAX_RANGES][2];
@@ -169,6 +173,7 @@ typedef struct pending {
   const void *hview; /* watch: the host address of base */
   CUevent ev0, ev1;
   size_t flushed; /* bytes written to flush the L2 before it */
+  size_t prepared; /* bytes written before it besides: its buffers zeroed (traced), as many (baseline, no flush) */
   int own_window;  /* the launch passes an access-policy window of its own */
   size_t l2_kept;  /* the L2 set aside for its records (l2_keep; 0: none) */
   size_t l2_limit; /* the context's set-aside before */
@@ -857,6 +862,7 @@ static CUresult alloc_buffers(pending *p) {
     p->base = base;
     if (watch) p->hview = (const char *)p->hbuf + (base - d);
     if (!watch && (r = cu.MemsetD8(base, 0, need)) != CUDA_SUCCESS) return r;
+    if (!watch) p->prepared = need;
     return CUDA_SUCCESS;
   }
   return CUDA_ERROR_INVALID_VALUE;
@@ -930,7 +936,7 @@ static void report(pending *p, const char *status, CUresult err, float ms, const
           p->grid[1], p->grid[2], p->block[0], p->block[1], p->block[2], p->cluster[0], p->cluster[1], p->cluster[2],
           p->shared);
   if (ms >= 0) bprintf(&b, ",\"elapsed_ms\":%.9g", ms);
-  bprintf(&b, ",\"flushed_bytes\":%zu", p->flushed);
+  bprintf(&b, ",\"flushed_bytes\":%zu,\"prepared_bytes\":%zu", p->flushed, p->prepared);
   bprintf(&b, ",\"host_ns\":{\"realtime_before\":%lld,\"realtime_after\":%lld,\"monotonic_before\":%lld,"
               "\"monotonic_after\":%lld}",
           ns(&p->rt0), ns(&rt1), ns(&p->mono0), ns(&mono1));
@@ -998,23 +1004,38 @@ static void *copy_hung(pending *p) {
   return NULL; /* h and s stay: the copy may still write into h */
 }
 
-/* flush writes ctx's flush buffer (allocated on first use) and returns the
- * bytes written, 0 when it could not. */
-static size_t flush(CUcontext ctx) {
-  if (flush_bytes == 0) return 0;
+/* write_bytes writes n bytes of ctx's flush buffer (allocated on first use,
+ * and again larger when n outgrows it) and returns n, 0 when it could not. */
+static size_t write_bytes(CUcontext ctx, size_t n) {
+  if (n == 0) return 0;
   int i = 0;
   while (i < MAX_FLUSH && flush_bufs[i].ctx != NULL && flush_bufs[i].ctx != ctx) ++i;
   if (i == MAX_FLUSH) return 0;
   if (flush_bufs[i].ctx == NULL) {
     flush_bufs[i].ctx = ctx;
-    if (cu.MemAlloc(&flush_bufs[i].buf, flush_bytes) != CUDA_SUCCESS) {
-      flush_bufs[i].buf = 0; /* said once; this context's launches run unflushed */
-      note("warning", "flush", "could not allocate %zu bytes to flush the L2 before timed launches: they run with the cache as it is", flush_bytes);
-    }
+    flush_bufs[i].buf = 0;
+    flush_bufs[i].size = 0;
+    flush_bufs[i].failed = 0;
   }
-  if (flush_bufs[i].buf == 0) return 0;
-  return cu.MemsetD8(flush_bufs[i].buf, ++flush_value, flush_bytes) == CUDA_SUCCESS ? flush_bytes : 0;
+  if (flush_bufs[i].failed) return 0; /* said once; this context's launches run as they are */
+  if (flush_bufs[i].size < n) {
+    if (flush_bufs[i].buf != 0) cu.MemFree(flush_bufs[i].buf);
+    flush_bufs[i].buf = 0;
+    flush_bufs[i].size = 0;
+    if (cu.MemAlloc(&flush_bufs[i].buf, n) != CUDA_SUCCESS) {
+      flush_bufs[i].buf = 0;
+      flush_bufs[i].failed = 1;
+      note("warning", "flush", "could not allocate %zu bytes to write before timed launches: they run with the cache as it is", n);
+      return 0;
+    }
+    flush_bufs[i].size = n;
+  }
+  return cu.MemsetD8(flush_bufs[i].buf, ++flush_value, n) == CUDA_SUCCESS ? n : 0;
 }
+
+/* flush writes flush_bytes of ctx's flush buffer and returns the bytes
+ * written, 0 when it could not or no flush was asked for. */
+static size_t flush(CUcontext ctx) { return write_bytes(ctx, flush_bytes); }
 
 /* drop_flush forgets ctx's flush buffer when the context is destroyed
  * (which frees the buffer): a later context may get the same handle, and
@@ -1027,6 +1048,8 @@ static void drop_flush(CUcontext ctx) {
       flush_bufs[i] = flush_bufs[n - 1];
       flush_bufs[n - 1].ctx = NULL;
       flush_bufs[n - 1].buf = 0;
+      flush_bufs[n - 1].size = 0;
+      flush_bufs[n - 1].failed = 0;
       return;
     }
 }
@@ -1212,6 +1235,15 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
       return;
     }
     put_state(e, p->base, capacity, p->warps_per_cta);
+  } else if (flush_bytes == 0 && !watch) {
+    /* Without a flush a traced launch starts right after the zeroing of its
+     * buffers, which evicts as much of the L2 as they are large (at the
+     * default capacity more than the whole L2 for a kernel of a thousand
+     * CTAs), and the baseline's launch would start with the cache its
+     * program left: it follows a write of as many bytes, so that both start
+     * from the same cache. */
+    unsigned long long stride = 64ull + 8ull * (capacity + 1ull);
+    p->prepared = write_bytes(e->ctx, (size_t)(p->warps * stride) + 32);
   }
   /* The same idle time before every traced and timed launch: a launch that
    * follows milliseconds of an idle GPU (a traced one, after its buffers
