@@ -355,6 +355,7 @@ func TestInject(t *testing.T) {
 		{
 			name: "timing thousands of occurrences",
 			args: []string{"--uninstrumented", "--launches", "30000"},
+			env:  []string{"IKET_IDLE_MS=0"}, // 20 ms before each of 10000 timed launches otherwise
 			opt:  Options{Mode: ModeTime, Times: map[string][]uint64{"_Z8pipelinePfS_i": evens(20000)}},
 			check: func(t *testing.T, r *Result) {
 				p := one(t, r)
@@ -425,6 +426,10 @@ func TestInject(t *testing.T) {
 					if l.Info.FlushedBytes != 0 || l.Info.PreparedBytes != 8*(64+8*4097)+32 {
 						t.Errorf("timed launch %d: flushed %d, prepared %d bytes, want 0 and 262752", l.Info.Occurrence, l.Info.FlushedBytes, l.Info.PreparedBytes)
 					}
+				}
+				// The same 20 ms of an idle GPU as with a flush.
+				if gap := p.Launches[1].Info.HostNS.MonotonicBefore - p.Launches[0].Info.HostNS.MonotonicAfter; gap < 20e6 {
+					t.Errorf("launch 1 started %d ns after launch 0 ended, want at least 20 ms", gap)
 				}
 			},
 		},

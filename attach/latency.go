@@ -9,7 +9,7 @@ import (
 
 // Boundary states what an application launch's time covers.
 const Boundary = "one kernel launch inside the application, CUDA events recorded on its own stream right before and after it; " +
-	"the GPU drained before it (traced and timed launches run alone) and, unless --no-flush-l2, left idle for 20 ms and the L2 flushed; " +
+	"the GPU drained before it (traced and timed launches run alone), left idle for 20 ms and, unless --no-flush-l2, the L2 flushed; " +
 	"with --no-flush-l2, the baseline's launch follows a write of as many bytes as the traced launch's zeroed buffers, the cache otherwise as the application left it; the application's own inputs"
 
 // Pair is one occurrence of a kernel timed in both programs.

@@ -1245,12 +1245,13 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
     unsigned long long stride = 64ull + 8ull * (capacity + 1ull);
     p->prepared = write_bytes(e->ctx, (size_t)(p->warps * stride) + 32);
   }
-  /* The same idle time before every traced and timed launch: a launch that
-   * follows milliseconds of an idle GPU (a traced one, after its buffers
-   * were copied back and new ones zeroed) ran slower than one right after
-   * the previous (docs/RUNTIME.md, step 4), so both programs wait for
-   * their memsets and then leave the GPU idle for idle_ms. */
-  if (flush_bytes > 0 && idle_ms > 0 && cu.CtxSynchronize() == CUDA_SUCCESS) {
+  /* The same idle time before every traced and timed launch, flushed or
+   * not: a launch that follows milliseconds of an idle GPU (a traced one,
+   * after its buffers were copied back and new ones zeroed) ran slower
+   * than one right after the previous (docs/RUNTIME.md, step 4), so both
+   * programs wait for their memsets and then leave the GPU idle for
+   * idle_ms. */
+  if (idle_ms > 0 && cu.CtxSynchronize() == CUDA_SUCCESS) {
     struct timespec t = {idle_ms / 1000, (idle_ms % 1000) * 1000000L};
     while (nanosleep(&t, &t) != 0 && errno == EINTR) {
     }

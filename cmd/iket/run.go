@@ -47,7 +47,7 @@ func (o *runOptions) flags(cmd *cobra.Command) {
 	f.IntVar(&o.rounds, "rounds", 0, "timing rounds per build (default 5)")
 	f.IntVar(&o.calls, "calls", 0, "timed calls per round (default 20)")
 	f.IntVar(&o.warmup, "warmup", 0, "warm-up calls (default: until stable)")
-	f.BoolVar(&o.noFlushL2, "no-flush-l2", false, "do not flush the L2 (write 256 MiB; under run -- CMD, after 20 ms of an idle GPU) before each timed call")
+	f.BoolVar(&o.noFlushL2, "no-flush-l2", false, "do not flush the L2 (write 256 MiB) before each timed call (under run -- CMD, each still follows 20 ms of an idle GPU)")
 	f.BoolVar(&o.noControl, "no-control", false, "time the two builds only, without the control (the uninstrumented build loaded again)")
 	f.BoolVar(&o.noTiming, "no-timing", false, "trace only; skip the latency comparison")
 }

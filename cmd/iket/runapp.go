@@ -25,9 +25,9 @@ const appHelp = `run -- CMD runs your program with iket attached (through the CU
 injection mechanism: nothing in the program is changed or relinked) and traces
 the launches of its instrumented kernels (built with -DIKET_ENABLE=1): the
 first one, or those --kernel and --launch select. Every other launch runs
-untouched. A traced launch runs alone (the GPU drained before it; unless
---no-flush-l2, left idle 20 ms and the L2 flushed; with it, the baseline's launch follows a write
-of as many bytes as the traced launch's zeroed buffers) and is timed with CUDA events on the launch's
+untouched. A traced launch runs alone (the GPU drained before it, left idle 20 ms and, unless
+--no-flush-l2, the L2 flushed; with it, the baseline's launch follows a write of as many bytes
+as the traced launch's zeroed buffers) and is timed with CUDA events on the launch's
 stream; with --baseline, the same program built without IKET_ENABLE runs
 too and the same launches are timed there, paired by kernel and occurrence. The program's stdin, stdout and stderr are its own;
 iket reports on stderr and exits with the program's exit status. In the
