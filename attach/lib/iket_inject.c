@@ -115,7 +115,7 @@ static int watch;
 static long timeout_ms = 10000;
 static size_t flush_bytes; /* IKET_FLUSH_L2: bytes written before each timed launch */
 static unsigned char flush_value;
-static long idle_ms = 20; /* IKET_IDLE_MS: the GPU left idle before each flush */
+static long idle_ms = 20; /* IKET_IDLE_MS: the GPU left idle before each traced or timed launch */
 /* One flush buffer per context: each GPU's L2 is flushed with its own
  * (without a flush, the baseline's stand-in for the traced launch's zeroed
  * buffers: begin_launch). */
@@ -1243,7 +1243,8 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
      * program left: it follows a write of as many bytes, so that both start
      * from the same cache. */
     unsigned long long stride = 64ull + 8ull * (capacity + 1ull);
-    p->prepared = write_bytes(e->ctx, (size_t)(p->warps * stride) + 32);
+    if (p->warps <= (0xffffffffull - 4096) / stride) /* else the traced program skips it: too_large */
+      p->prepared = write_bytes(e->ctx, (size_t)(p->warps * stride) + 32);
   }
   /* The same idle time before every traced and timed launch, flushed or
    * not: a launch that follows milliseconds of an idle GPU (a traced one,
