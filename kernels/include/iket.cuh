@@ -261,7 +261,7 @@ __device__ __forceinline__ unsigned long long now(unsigned w) {
 // side cursor's address down by 8, not below its floor). Branch-free: the
 // active mask (VOTE), LOP3, ISETP, LOP3, the store and the step (a VIADD
 // and a VIMNMX predicated on the writer test: as many instructions as an
-// add and min and a select, and 1.82 SM cycles of throughput against 1.97
+// add, a min and a select, and 1.82 SM cycles of throughput against 1.97
 // on the H200), one store per event where lane 0 and the side writer had
 // one each. The store that never runs is predicated on the lane's bound lim,
 // the same at every event, so ptxas tests it once for the kernel: the event
