@@ -53,7 +53,7 @@ func describeLaunch(l *trace.LaunchMeta, info *LaunchInfo) string {
 		fmt.Fprintf(&b, ", cluster %s", dim3(l.Cluster))
 	}
 	fmt.Fprintf(&b, ", %d B dynamic shared memory, %d warps per CTA, %d warp slots", l.SharedBytes, l.WarpsPerCTA, l.Warps)
-	fmt.Fprintf(&b, "\nbuffer: %d records per warp, %s mode", l.Capacity, l.Mode)
+	fmt.Fprintf(&b, "\nbuffer: %s", l.BufferText())
 	if lt := l.Latency; lt != nil {
 		fmt.Fprintf(&b, "\nlatency: uninstrumented median %.3f us (min %.3f), instrumented median %.3f us (min %.3f): ratio %.3f",
 			lt.Uninstrumented.MedianUS, lt.Uninstrumented.MinUS, lt.Instrumented.MedianUS, lt.Instrumented.MinUS, lt.Ratio)

@@ -127,7 +127,7 @@ func newView(in *Input, lm *trace.LaunchMeta, p *payload) *view {
 		}
 		v.Facts = append(v.Facts,
 			fact{"warps", fmt.Sprintf("%d (%d per CTA)", lm.Warps, lm.WarpsPerCTA)},
-			fact{"buffer", fmt.Sprintf("%d records per warp, %s mode", lm.Capacity, lm.Mode)})
+			fact{"buffer", lm.BufferText()})
 		if lm.Source != "" {
 			v.Facts = append(v.Facts, fact{"source", lm.Source})
 		}

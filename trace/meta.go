@@ -59,8 +59,12 @@ type LaunchMeta struct {
 	WarpsPerCTA uint32    `json:"warps_per_cta"`
 	Warps       uint64    `json:"warps"`
 	Capacity    uint32    `json:"capacity"`
-	Mode        Mode      `json:"mode"`
-	Names       []Name    `json:"names"`
+	// RanCapacity is the capacity the launch ran with when the capture
+	// stores fewer records per warp (Shrink: every warp's records fit in
+	// Capacity); 0: Capacity.
+	RanCapacity uint32 `json:"ran_capacity,omitempty"`
+	Mode        Mode   `json:"mode"`
+	Names       []Name `json:"names"`
 	// Offset is the byte offset of the launch's warp buffers in the file;
 	// writers fill it in.
 	Offset  int64    `json:"offset"`
@@ -157,6 +161,20 @@ type TimingSettings struct {
 	Serialized bool `json:"serialized,omitempty"`
 }
 
+// Ran returns the capacity the launch ran with (RanCapacity, else
+// Capacity).
+func (l *LaunchMeta) Ran() uint32 { return max(l.RanCapacity, l.Capacity) }
+
+// BufferText describes the launch's warp buffers for people: "4096
+// records per warp, stop mode", and how many the capture keeps when fewer.
+func (l *LaunchMeta) BufferText() string {
+	t := fmt.Sprintf("%d records per warp, %s mode", l.Ran(), l.Mode)
+	if l.RanCapacity > l.Capacity {
+		t += fmt.Sprintf(" (the capture keeps %d: every warp's records fit)", l.Capacity)
+	}
+	return t
+}
+
 // Stride returns the bytes one warp slot of this launch takes.
 func (l *LaunchMeta) Stride() int64 { return raw.Stride(l.Capacity) }
 
@@ -219,6 +237,9 @@ func (l *LaunchMeta) validate(i int) error {
 		capOK = false
 	case l.Mode == ModeWrap && l.Capacity&(l.Capacity-1) != 0:
 		bad("capacity", "wrap mode needs a power of two, have %d", l.Capacity)
+	}
+	if l.RanCapacity != 0 && (l.RanCapacity <= l.Capacity || l.RanCapacity > raw.MaxCapacity || l.Mode != ModeStop) {
+		bad("ran_capacity", "%d with capacity %d in %s mode, want 0 or more than the capacity (at most %d), stop mode", l.RanCapacity, l.Capacity, l.Mode, raw.MaxCapacity)
 	}
 	if l.Mode != ModeStop && l.Mode != ModeWrap {
 		bad("mode", "%q, want %q or %q", l.Mode, ModeStop, ModeWrap)
