@@ -99,8 +99,15 @@ func (p *Process) Capture(tool string, args []string, launches []*Launch) (trace
 		if meta.Device == nil {
 			meta.Device = deviceOf(in.Device)
 		}
+		// Stored with as many records per warp as its fullest warp used,
+		// when every warp's fit (trace.Shrink).
+		rd, err := trace.Shrink(meta.Version, &lm, l.Payload)
+		if err != nil {
+			left = append(left, fmt.Sprintf("%s launch %d: %v", l.Kernel, in.Occurrence, err))
+			continue
+		}
 		meta.Launches = append(meta.Launches, lm)
-		bufs = append(bufs, l.Payload)
+		bufs = append(bufs, rd)
 	}
 	if len(meta.Launches) == 0 {
 		return meta, nil, left, fmt.Errorf("process %d: no traced launch to write", p.Hello.PID)

@@ -145,6 +145,10 @@ func TestInject(t *testing.T) {
 				if lm.Warps != 8 || lm.WarpsPerCTA != 4 {
 					t.Errorf("warps %d per CTA %d, want 8 and 4 (grid 2, block 128)", lm.Warps, lm.WarpsPerCTA)
 				}
+				// Every warp's 9 records fit: the capture keeps 9 per warp.
+				if lm.Capacity != 9 || lm.RanCapacity != 4096 {
+					t.Errorf("capacity %d, ran with %d, want 9 kept of 4096", lm.Capacity, lm.RanCapacity)
+				}
 				for w, n := range ev[0] {
 					if n != 9 { // ROLE and four push/pop pairs
 						t.Errorf("warp %d: %d events, want 9", w, n)

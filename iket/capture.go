@@ -40,7 +40,13 @@ func WriteCapture(path string, meta trace.Meta, launches ...*TraceResult) error 
 			return fail(fmt.Errorf("launch %d (%s) has record format %d, launch 0 format %d: write them to two captures", i, l.Meta.Kernel, f, format))
 		}
 		meta.Launches[i] = l.Meta
-		bufs[i] = bytes.NewReader(l.Buffers)
+		// As many records per warp as its fullest warp used, when every
+		// warp's fit (trace.Shrink).
+		rd, err := trace.Shrink(f, &meta.Launches[i], bytes.NewReader(l.Buffers))
+		if err != nil {
+			return fail(err)
+		}
+		bufs[i] = rd
 	}
 	if meta.Version != 0 && meta.Version != format {
 		return fail(fmt.Errorf("metadata says format version %d, the launches' records are version %d", meta.Version, format))
