@@ -11,7 +11,7 @@ import (
 
 // Shrink returns the warp buffers of a record format 3 stop-mode launch
 // with as many records per warp as its fullest warp used, when every warp
-// finished with all its events stored: lane 0's records, then the side
+// that ran finished with all its events stored: lane 0's records, then the side
 // records, moved down to the new last slots, then the tail word, as a
 // launch of that capacity would have them. Every byte it leaves out is
 // zero, so a reader reads the same records, drops (none) and violations.
@@ -28,8 +28,7 @@ func Shrink(format int, m *LaunchMeta, b Buffers) (io.Reader, error) {
 	if err != nil || !ok || used >= m.Capacity {
 		return b, err
 	}
-	r := io.ReaderAt(b)
-	s := &shrunk{r: r, warps: m.Warps, from: m.Capacity, to: max(used, 1)}
+	s := &shrunk{r: b, warps: m.Warps, from: m.Capacity, to: max(used, 1)}
 	m.RanCapacity = m.Capacity
 	m.Capacity = s.to
 	return s, nil
