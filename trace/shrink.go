@@ -137,6 +137,9 @@ func (s *shrunk) layout() error {
 	fromTail := raw.WarpHeaderSize + int64(s.from)*raw.RecordSize
 	toTail := raw.WarpHeaderSize + int64(s.to)*raw.RecordSize
 	side := int64(binary.LittleEndian.Uint32(s.in[fromTail:]))
+	if int64(h.Count)+side > int64(s.to) {
+		return fmt.Errorf("shrink: warp slot %d holds %d records and %d side records now, more than the %d it was measured to fit", s.next, h.Count, side, s.to)
+	}
 	main := raw.WarpHeaderSize + int64(h.Count)*raw.RecordSize
 	copy(out, s.in[:main])
 	copy(out[toTail-side*raw.RecordSize:], s.in[fromTail-side*raw.RecordSize:])

@@ -2,6 +2,7 @@ package trace_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -196,5 +197,84 @@ func TestShrinkBundled(t *testing.T) {
 			}
 			t.Logf("%s: %d warps, buffers %d -> %d bytes", tt.name, m.Warps, c.Launch(0).Meta.Size(), s.Launch(0).Meta.Size())
 		})
+	}
+}
+
+// FuzzShrink: whatever the warp buffers hold, Shrink either leaves the
+// launch whole or lays it out smaller, and the capture it writes decodes to
+// the same warps, errors and violations.
+func FuzzShrink(f *testing.F) {
+	for _, seed := range append(decodeSeeds(f), shrinkSeeds(f)...) {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := decodeCapture(data)
+		if err != nil {
+			t.Fatalf("wrap fuzz input: %v", err)
+		}
+		s, _ := shrunkCapture(t, c)
+		for _, opt := range []trace.Options{{}, {Strict: true}} {
+			if a, b := decodeText(c, opt), decodeText(s, opt); a != b {
+				t.Errorf("decoded with %+v:\nwhole  %s\nshrunk %s", opt, a, b)
+			}
+		}
+	})
+}
+
+// decodeText is every warp of launch 0 as text: its fields, or its error.
+func decodeText(c *trace.Capture, opt trace.Options) string {
+	d, err := trace.NewDecoder(c.Launch(0), opt)
+	if err != nil {
+		return "new decoder: " + err.Error()
+	}
+	var b strings.Builder
+	for {
+		var w trace.Warp
+		err := d.Next(&w)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			b.WriteString("error: " + err.Error() + "\n")
+			continue
+		}
+		fmt.Fprintf(&b, "%+v\n", w)
+	}
+	return b.String()
+}
+
+// shrinkSeeds are the warp buffers (decodeCapture's input) of record
+// format 3 stop-mode launches that Shrink lays out smaller: lane 0's
+// events, side events, a warp that never started.
+func shrinkSeeds(tb testing.TB) [][]byte {
+	l := &emu.Launch{Kernel: "fuzz", Grid: [3]uint32{3, 1, 1}, Block: [3]uint32{32, 1, 1}, Capacity: fuzzCapacity,
+		Names: emu.MustNames("RANGE a", "RANGE b", "MARK m", "ROLE r"), Version: 3}
+	l.Warp([3]uint32{0, 0, 0}, 0).Role("r", 1e9).Push("a", 1, 1e9+10).Pop(1e9 + 20)
+	w := l.Warp([3]uint32{1, 0, 0}, 0).Push("a", 1, 1e9).Push("b", 2, 1e9+5).Pop(1e9 + 6).Pop(1e9 + 9)
+	w.Side = []int{1, 2}
+	l.Warp([3]uint32{2, 0, 0}, 0).NeverStarted = true
+	data, err := l.Capture()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := emu.Read(data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lm := c.Launch(0).Meta
+	return [][]byte{append([]byte{4}, data[lm.Offset:lm.Offset+lm.Size()]...)}
+}
+
+// TestShrinkSeeds: FuzzShrink's own seeds are laid out smaller, so its
+// seed corpus runs the shrinking path and not only the whole one.
+func TestShrinkSeeds(t *testing.T) {
+	for i, seed := range shrinkSeeds(t) {
+		c, err := decodeCapture(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, m := shrunkCapture(t, c); m.Capacity != 4 || m.RanCapacity != fuzzCapacity {
+			t.Errorf("seed %d: capacity %d of %d, want 4 of %d", i, m.Capacity, m.RanCapacity, fuzzCapacity)
+		}
 	}
 }
