@@ -145,15 +145,6 @@ func decodeSeeds(tb testing.TB) [][]byte {
 				// Side events: two of warp 1's pairs recorded without lane 0.
 				w.Side = []int{3, 4, 9, 10}
 			}
-			data, err := l.Capture()
-			if err != nil {
-				tb.Fatal(err)
-			}
-			c, err := emu.Read(data)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			lm := c.Launch(0).Meta
 			sel := byte(0)
 			if mode == trace.ModeWrap {
 				sel = 1
@@ -164,10 +155,25 @@ func decodeSeeds(tb testing.TB) [][]byte {
 			case 3:
 				sel |= 4
 			}
-			seeds = append(seeds, append([]byte{sel}, data[lm.Offset:lm.Offset+lm.Size()]...))
+			seeds = append(seeds, append([]byte{sel}, warpBuffers(tb, l)...))
 		}
 	}
 	return seeds
+}
+
+// warpBuffers are the warp buffers of l's launch as its capture holds
+// them.
+func warpBuffers(tb testing.TB, l *emu.Launch) []byte {
+	data, err := l.Capture()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := emu.Read(data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lm := c.Launch(0).Meta
+	return data[lm.Offset : lm.Offset+lm.Size()]
 }
 
 // fuzzSeeds are whole emulated captures.

@@ -253,16 +253,7 @@ func shrinkSeeds(tb testing.TB) [][]byte {
 	w := l.Warp([3]uint32{1, 0, 0}, 0).Push("a", 1, 1e9).Push("b", 2, 1e9+5).Pop(1e9 + 6).Pop(1e9 + 9)
 	w.Side = []int{1, 2}
 	l.Warp([3]uint32{2, 0, 0}, 0).NeverStarted = true
-	data, err := l.Capture()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c, err := emu.Read(data)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	lm := c.Launch(0).Meta
-	return [][]byte{append([]byte{4}, data[lm.Offset:lm.Offset+lm.Size()]...)}
+	return [][]byte{append([]byte{4}, warpBuffers(tb, l)...)}
 }
 
 // TestShrinkSeeds: FuzzShrink's own seeds are laid out smaller, so its
