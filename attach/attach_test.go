@@ -130,6 +130,18 @@ func TestCompare(t *testing.T) {
 	if f := Compare(traced, nil)[0].FlushedBytes; f != 1<<20 {
 		t.Errorf("kernel a without a baseline: flushed %d bytes, want 1 MiB", f)
 	}
+	// Without a flush, each baseline launch follows a write of as many bytes
+	// as its traced launch's zeroed buffers; a difference is named.
+	for _, l := range append(traced.Launches, base.Launches...) {
+		l.Info.FlushedBytes, l.Info.PreparedBytes = 0, 4096
+	}
+	if w := Compare(traced, base)[0].Warnings; len(w) != 0 {
+		t.Errorf("kernel a, equal writes: warnings %q, want none", w)
+	}
+	base.Launches[1].Info.PreparedBytes = 0
+	if w := Compare(traced, base)[0].Warnings; len(w) != 1 || !strings.Contains(w[0], "1 of the baseline's launches (occurrence 1 first)") {
+		t.Errorf("kernel a, baseline launch 1 without the write: warnings %q, want one naming occurrence 1", w)
+	}
 	if _, err := json.Marshal(Compare(traced, nil)); err != nil {
 		t.Errorf("Compare without a baseline does not encode: %v", err)
 	}

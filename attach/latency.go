@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"fmt"
 	"math"
 	"sort"
 
@@ -18,6 +19,8 @@ type Pair struct {
 	InstrumentedUS   float64 `json:"instrumented_us"`
 	UninstrumentedUS float64 `json:"uninstrumented_us"`
 	Ratio            float64 `json:"ratio"`
+	// prepared: the traced launch's LaunchInfo.PreparedBytes.
+	prepared uint64
 }
 
 // KernelLatency compares one kernel's traced launches with the same
@@ -137,7 +140,7 @@ func Compare(p, base *Process) []KernelLatency {
 		}
 		k.FlushedBytes = min(k.FlushedBytes, l.Info.FlushedBytes)
 		k.RecordsL2Bytes = min(k.RecordsL2Bytes, l.Info.RecordsL2Bytes)
-		k.Pairs = append(k.Pairs, Pair{Occurrence: l.Info.Occurrence, InstrumentedUS: *l.Info.ElapsedMS * 1000})
+		k.Pairs = append(k.Pairs, Pair{Occurrence: l.Info.Occurrence, InstrumentedUS: *l.Info.ElapsedMS * 1000, prepared: l.Info.PreparedBytes})
 	}
 	timed := map[string]map[uint64]*Launch{}
 	if base != nil {
@@ -154,6 +157,7 @@ func Compare(p, base *Process) []KernelLatency {
 	for i := range out {
 		k := &out[i]
 		var inst, un, ratios []float64
+		var unequal []uint64 // occurrences whose baseline launch followed other writes
 		kept := k.Pairs[:0]
 		for _, pr := range k.Pairs {
 			inst = append(inst, pr.InstrumentedUS)
@@ -169,6 +173,9 @@ func Compare(p, base *Process) []KernelLatency {
 				continue
 			}
 			k.FlushedBytes = min(k.FlushedBytes, b.Info.FlushedBytes)
+			if b.Info.FlushedBytes == 0 && b.Info.PreparedBytes != pr.prepared {
+				unequal = append(unequal, pr.Occurrence)
+			}
 			if k.Resources.Uninstrumented == nil {
 				res := b.Info.Resources
 				k.Resources.Uninstrumented = &res
@@ -198,6 +205,9 @@ func Compare(p, base *Process) []KernelLatency {
 			}
 		}
 		k.Warnings = trace.Perturbation(k.Resources.Instrumented, k.Resources.Uninstrumented)
+		if len(unequal) > 0 {
+			k.Warnings = append(k.Warnings, fmt.Sprintf("without an L2 flush, %d of the baseline's launches (occurrence %d first) followed other writes than their traced launch's zeroed buffers: the two started from different caches", len(unequal), unequal[0]))
+		}
 	}
 	return out
 }
