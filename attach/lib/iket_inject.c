@@ -827,11 +827,15 @@ static CUdeviceptr window(CUdeviceptr d, size_t n, size_t need) {
   return next + need <= d + n ? next : 0;
 }
 
+/* buffers_need is what a launch's size bytes of warp buffers take with
+ * their margin: a cursor saturates 32 bytes below a 4 GiB boundary. */
+static size_t buffers_need(size_t size) { return size + 32; }
+
 /* alloc_buffers takes p->size bytes that do not straddle a 4 GiB boundary
  * (docs/FORMAT.md section 3) and zeroes them: when an allocation has no
  * such window, one of twice the size holds one. */
 static CUresult alloc_buffers(pending *p) {
-  size_t need = p->size + 32;
+  size_t need = buffers_need(p->size);
   for (int attempt = 0; attempt < 2; ++attempt) {
     size_t n = attempt == 0 ? need : 2 * need;
     CUresult r;
@@ -1214,6 +1218,10 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
     free(p);
     return;
   }
+  /* The bytes a traced launch's warp buffers take, 0 when they would not
+   * fit in one 4 GiB window. */
+  unsigned long long stride = 64ull + 8ull * (capacity + 1ull);
+  size_t buf_bytes = p->warps > 0 && p->warps <= (0xffffffffull - 4096) / stride ? (size_t)(p->warps * stride) : 0;
   if (trace) {
     unsigned build;
     memcpy(&build, e->initial + 24, 4);
@@ -1222,13 +1230,12 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
       free(p);
       return;
     }
-    unsigned long long stride = 64ull + 8ull * (capacity + 1ull);
-    if (p->warps == 0 || p->warps > (0xffffffffull - 4096) / stride) {
+    if (buf_bytes == 0) {
       skip(e->name, "too_large", "the launch's warp buffers would not fit in 4 GiB: lower --capacity");
       free(p);
       return;
     }
-    p->size = (size_t)(p->warps * stride);
+    p->size = buf_bytes;
     if ((r = alloc_buffers(p)) != CUDA_SUCCESS) {
       skip(e->name, "alloc", errname(r));
       free_pending(p);
@@ -1242,9 +1249,8 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
      * CTAs), and the baseline's launch would start with the cache its
      * program left: it follows a write of as many bytes, so that both start
      * from the same cache. */
-    unsigned long long stride = 64ull + 8ull * (capacity + 1ull);
-    if (p->warps <= (0xffffffffull - 4096) / stride) /* else the traced program skips it: too_large */
-      p->prepared = write_bytes(e->ctx, (size_t)(p->warps * stride) + 32);
+    if (buf_bytes > 0) /* else the traced program skips it: too_large */
+      p->prepared = write_bytes(e->ctx, buffers_need(buf_bytes));
   }
   /* The same idle time before every traced and timed launch, flushed or
    * not: a launch that follows milliseconds of an idle GPU (a traced one,
