@@ -98,7 +98,7 @@ type shrunk struct {
 	from, to uint32
 	next     uint64 // the next warp slot to lay out
 	out      []byte // what is left of the slot laid out last
-	in       []byte
+	in, slot []byte // a slot as read, and as laid out
 }
 
 func (s *shrunk) Read(p []byte) (int, error) {
@@ -126,12 +126,13 @@ func (s *shrunk) Read(p []byte) (int, error) {
 func (s *shrunk) layout() error {
 	fromStride, toStride := raw.Stride(s.from), raw.Stride(s.to)
 	if s.in == nil {
-		s.in = make([]byte, fromStride)
+		s.in, s.slot = make([]byte, fromStride), make([]byte, toStride)
 	}
 	if _, err := s.r.ReadAt(s.in, int64(s.next)*fromStride); err != nil {
 		return fmt.Errorf("shrink: warp slot %d: %w", s.next, err)
 	}
-	out := make([]byte, toStride)
+	out := s.slot
+	clear(out)
 	var h raw.WarpHeader
 	raw.DecodeWarpHeader(s.in, &h)
 	fromTail := raw.WarpHeaderSize + int64(s.from)*raw.RecordSize
