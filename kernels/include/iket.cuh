@@ -381,7 +381,7 @@ __device__ __forceinline__ void record_at(unsigned long long addr, unsigned on,
       "r"(on), "r"(k), "r"(p), "r"(w)
       : "memory");
 }
-// red_max, red_or and red_and update a header word with a reduction
+// red_max, red_or, red_and and red_add update a header word with a reduction
 // (red.global returns nothing; atomicMax and the like on the generic pointer
 // compile to ATOM, which returns the old value) through its generic address,
 // which points to global memory (the buffers: only live warps reduce). They
