@@ -13,11 +13,7 @@ import (
 // events (the records its warps stored).
 func gemmCapture(tb testing.TB) (*trace.Capture, int) {
 	tb.Helper()
-	raw, err := bundled.Capture(bundled.GEMMName)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c, err := trace.Read(bytes.NewReader(raw), int64(len(raw)))
+	c, err := bundled.Read(bundled.GEMMName)
 	if err != nil {
 		tb.Fatal(err)
 	}

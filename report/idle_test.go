@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/iket-trace/iket/internal/bundled"
-	"github.com/iket-trace/iket/trace"
 )
 
 // TestIdleWarpsFolded: consecutive warps of one role in one CTA that
@@ -57,11 +56,7 @@ func TestIdleWarpsFolded(t *testing.T) {
 // the page still counts 384 warps.
 func TestGEMMReportIdle(t *testing.T) {
 	bin := needChromium(t)
-	raw, err := bundled.Capture(bundled.GEMMName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := trace.Read(bytes.NewReader(raw), int64(len(raw)))
+	c, err := bundled.Read(bundled.GEMMName)
 	if err != nil {
 		t.Fatal(err)
 	}

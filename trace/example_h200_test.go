@@ -1,7 +1,6 @@
 package trace_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -14,12 +13,7 @@ import (
 // two consumer warpgroups computing with wgmma) and asks how much of the
 // consumers' compute time has the producer issuing loads on another warp.
 func ExampleAnalyzer_Overlap() {
-	data, err := bundled.Capture(bundled.GEMMName)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	c, err := trace.Read(bytes.NewReader(data), int64(len(data)))
+	c, err := bundled.Read(bundled.GEMMName)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -178,11 +178,7 @@ func TestShrinkBundled(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := bundled.Capture(tt.name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := trace.Read(bytes.NewReader(b), int64(len(b)))
+			c, err := bundled.Read(tt.name)
 			if err != nil {
 				t.Fatal(err)
 			}

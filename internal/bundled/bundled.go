@@ -4,8 +4,11 @@
 package bundled
 
 import (
+	"bytes"
 	"embed"
 	"fmt"
+
+	"github.com/iket-trace/iket/trace"
 )
 
 //go:embed testdata
@@ -39,6 +42,19 @@ const (
 // WarpRolesH200 returns the bundled warp_roles capture. The caller owns the
 // returned slice.
 func WarpRolesH200() ([]byte, error) { return Capture(WarpRolesName) }
+
+// Read returns the bundled capture with the given file name, read.
+func Read(name string) (*trace.Capture, error) {
+	b, err := Capture(name)
+	if err != nil {
+		return nil, err
+	}
+	c, err := trace.Read(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return nil, fmt.Errorf("bundled capture %s: %w", name, err)
+	}
+	return c, nil
+}
 
 // Capture returns the bundled capture with the given file name. The caller
 // owns the returned slice.
