@@ -164,16 +164,11 @@ func decodeSeeds(tb testing.TB) [][]byte {
 // warpBuffers are the warp buffers of l's launch as its capture holds
 // them.
 func warpBuffers(tb testing.TB, l *emu.Launch) []byte {
-	data, err := l.Capture()
+	b, err := io.ReadAll(emu.MustRead(tb, l).Launch(0).SectionReader())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c, err := emu.Read(data)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	lm := c.Launch(0).Meta
-	return data[lm.Offset : lm.Offset+lm.Size()]
+	return b
 }
 
 // fuzzSeeds are whole emulated captures.
