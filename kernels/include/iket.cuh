@@ -269,16 +269,10 @@ __device__ __forceinline__ unsigned long long now(unsigned w) {
 // and 21 on the record's address (H200). The PTX both share:
 // the declarations, the writer's test, the bound and the address (head);
 // the store and the step (tail).
-// Operands: %0 pos, %1 hi, %2 lim, %3 k, %4 p (the payload's 16 bits), %5
-// lt, %6 x, %7 top; c is the record.
+// Operands: %0 pos, %1 hi, %2 lim, %3 k, %4 p, %5 lt, %6 x, %7 top; c is the record.
 // IKET__WRITER sets w when this lane records (record_one, record_two), and
 // IKET__STEP(by) then steps its cursor by `by`, not above top, and closes
-// the asm's block. IKET__PRE(w) tests the never() word w for the store that
-// never runs (n; IKET__NOW_N reads the clock behind that store) and sets z
-// to lt's bit 31 (the Warp's z(), 0 in a launch with buffers), which the
-// asm adds to each payload: in the asm, not in C++ (Warp::addend), the
-// instrumented tiled_gemm (examples/suite) compiles to 80 registers per
-// thread under CUDA 13.0, against 96, and runs 6 CTAs per SM, not 5.
+// the asm's block.
 #define IKET__WRITER                                                         \
   "activemask.b32 m;\n\t"                                                    \
   "and.b32 m, m, %5;\n\t"                                                    \
@@ -286,15 +280,9 @@ __device__ __forceinline__ unsigned long long now(unsigned w) {
 #define IKET__STEP(by)                                                       \
   "@w add.u32 %0, %0, " by ";\n\t"                                            \
   "@w min.u32 %0, %0, %7;\n\t}"
-#define IKET__PRE(w)                                                         \
-  ".reg .pred n;\n\tsetp.eq.u32 n, " w ", 1;\n\t"                            \
-  ".reg .b32 z, pz, pz2;\n\tshr.u32 z, %5, 31;\n\t"
-#define IKET__NOW_N(r, w)                                                    \
-  "@n st.shared.u32 [" w "], " w ";\n\tmov.u64 " r ", %%clock64;\n\t"
 #define IKET__ONE_HEAD                                                       \
   "{\n\t.reg .pred q, w;\n\t.reg .b64 c, a;\n\t"                            \
   ".reg .b32 al, l, h, m;\n\t"                                               \
-  IKET__PRE("%2")                                                            \
   IKET__WRITER                                                               \
   "setp.lt.and.u32 q, %0, %2, w;\n\t"                                        \
   "xor.b32 al, %0, %6;\n\t"                                                  \
@@ -307,16 +295,14 @@ __device__ __forceinline__ void record_one(unsigned& pos, unsigned hi, unsigned 
                                            unsigned x, unsigned top) {
   asm volatile(
       IKET__ONE_HEAD
-      IKET__NOW_N("c", "%2")
-      "add.u32 pz, %4, z;\n\t"
-      IKET__TAG("c", "c", "%3", "pz")
+      IKET__NOW("c", "%2")
+      IKET__TAG("c", "c", "%3", "%4")
       IKET__ONE_TAIL
       : "+r"(pos)
       : "r"(hi), "r"(lim), "r"(k), "r"(p), "r"(lt), "r"(x), "r"(top)
       : "memory");
 }
-// record_one_c is record_one with a clock read earlier (Warp::stamp); it
-// reads no clock, so the head's n goes unused.
+// record_one_c is record_one with a clock read earlier (Warp::stamp).
 // record_one reads its clock inside its own asm statement on purpose: fed
 // by a separate clock read, the same record compiles to as many
 // instructions but issues more slowly.
@@ -326,8 +312,7 @@ __device__ __forceinline__ void record_one_c(unsigned& pos, unsigned hi, unsigne
                                              unsigned long long clk) {
   asm volatile(
       IKET__ONE_HEAD
-      "add.u32 pz, %4, z;\n\t"
-      IKET__TAG("c", "%8", "%3", "pz")
+      IKET__TAG("c", "%8", "%3", "%4")
       IKET__ONE_TAIL
       : "+r"(pos)
       : "r"(hi), "r"(lim), "r"(k), "r"(p), "r"(lt), "r"(x), "r"(top), "l"(clk)
@@ -347,7 +332,6 @@ __device__ __forceinline__ void record_two(unsigned& pos, unsigned hi, unsigned 
   asm volatile(
       "{\n\t.reg .pred q, r, w;\n\t.reg .b64 c, d, a, b;\n\t"
       ".reg .b32 al, bl, e, l, h, m;\n\t"
-      IKET__PRE("%2")
       IKET__WRITER
       "add.u32 e, %0, 8;\n\t"
       "setp.lt.and.u32 q, %0, %2, w;\n\t"
@@ -356,11 +340,9 @@ __device__ __forceinline__ void record_two(unsigned& pos, unsigned hi, unsigned 
       "xor.b32 bl, e, %6;\n\t"
       "mov.b64 a, {al, %1};\n\t"
       "mov.b64 b, {bl, %1};\n\t"
-      "add.u32 pz, %4, z;\n\t"
-      "add.u32 pz2, %10, z;\n\t"
-      IKET__TAG("c", "%8", "%3", "pz")
-      IKET__NOW_N("d", "%2")
-      IKET__TAG("d", "d", "%9", "pz2")
+      IKET__TAG("c", "%8", "%3", "%4")
+      IKET__NOW("d", "%2")
+      IKET__TAG("d", "d", "%9", "%10")
       "@q st.global.u64 [a], c;\n\t"
       "@r st.global.u64 [b], d;\n\t"
       IKET__STEP("16")
@@ -373,8 +355,6 @@ __device__ __forceinline__ void record_two(unsigned& pos, unsigned hi, unsigned 
 #undef IKET__ONE_TAIL
 #undef IKET__WRITER
 #undef IKET__STEP
-#undef IKET__PRE
-#undef IKET__NOW_N
 // record_at_c is record_at with a clock read earlier.
 __device__ __forceinline__ void record_at_c(unsigned long long addr, unsigned on,
                                             unsigned k, unsigned p,
@@ -752,10 +732,9 @@ class Warp {
   // predicated off past capacity and in lanes that do not record (STG),
   // advance the cursor, saturating (VIADD, VIMNMX). A payload that changes
   // from event to event adds its add (a VIADD), one of unknown range also
-  // its mask. The record's asm adds z() (zero at run time) to the payload:
-  // without a per-lane term, ptxas moves the add of a warp-uniform payload
-  // (a stage index) to the uniform datapath and the clock there and back,
-  // four moves more (a wrap build adds it in addend()). No fence, no
+  // its mask. z() is zero at run time: without a per-lane term, ptxas moves
+  // the add of a warp-uniform payload (a stage index) to the uniform
+  // datapath and the clock there and back, four moves more. No fence, no
   // branch, no warp-wide step. A wrap build masks a byte offset instead of
   // comparing, and only counts side events.
   __device__ __forceinline__ void emit(unsigned kind, unsigned short name,
@@ -765,7 +744,7 @@ class Warp {
     detail::record_at(slot(c), on_, tag(kind, name), addend(payload), never());
     wrap_step(c, 1u);
 #else
-    detail::record_one(pos_, hi_, lim_, tag(kind, name), payload & 0xffffu, lt_, x_, top_);
+    detail::record_one(pos_, hi_, lim_, tag(kind, name), addend(payload), lt_, x_, top_);
 #endif
   }
   // emit_at is emit with a clock read earlier.
@@ -776,7 +755,7 @@ class Warp {
     detail::record_at_c(slot(c), on_, tag(kind, name), addend(payload), t.clock);
     wrap_step(c, 1u);
 #else
-    detail::record_one_c(pos_, hi_, lim_, tag(kind, name), payload & 0xffffu, lt_, x_, top_,
+    detail::record_one_c(pos_, hi_, lim_, tag(kind, name), addend(payload), lt_, x_, top_,
                          t.clock);
 #endif
   }
@@ -785,8 +764,8 @@ class Warp {
                                             unsigned short name1, unsigned payload1,
                                             unsigned kind2, unsigned short name2,
                                             unsigned payload2) {
-    emit_pair_tags(t, tag(kind1, name1), payload1 & 0xffffu, tag(kind2, name2),
-                   payload2 & 0xffffu);
+    emit_pair_tags(t, tag(kind1, name1), addend(payload1), tag(kind2, name2),
+                   addend(payload2));
   }
   // emit_pair_tags is emit_pair with the tags and addends made (Batch).
   __device__ __forceinline__ void emit_pair_tags(Stamp t, unsigned k1, unsigned a1,
@@ -840,9 +819,7 @@ class Warp {
 #endif
   }
   // tag is a record's kind and name in place (format 2, docs/FORMAT.md);
-  // addend is the payload's part, plus z() (see emit's comment), for the
-  // records that a wrap build and Batch make (record_one and record_two add
-  // z themselves).
+  // addend is the payload's part, plus z() (see emit's comment).
   static __device__ __forceinline__ unsigned tag(unsigned kind, unsigned short name) {
     return (kind << 29) | (static_cast<unsigned>(name) << 16);
   }
