@@ -135,12 +135,15 @@ func TestCompare(t *testing.T) {
 	for _, l := range append(traced.Launches, base.Launches...) {
 		l.Info.FlushedBytes, l.Info.PreparedBytes = 0, 4096
 	}
-	if w := Compare(traced, base)[0].Warnings; len(w) != 0 {
-		t.Errorf("kernel a, equal writes: warnings %q, want none", w)
+	if k := Compare(traced, base)[0]; len(k.Warnings) != 0 || k.PreparedBytes != 4096 {
+		t.Errorf("kernel a, equal writes: warnings %q, prepared %d bytes, want none and 4096", k.Warnings, k.PreparedBytes)
 	}
 	base.Launches[1].Info.PreparedBytes = 0
-	if w := Compare(traced, base)[0].Warnings; len(w) != 1 || !strings.Contains(w[0], "1 of the baseline's launches (occurrence 1 first)") {
-		t.Errorf("kernel a, baseline launch 1 without the write: warnings %q, want one naming occurrence 1", w)
+	if k := Compare(traced, base)[0]; len(k.Warnings) != 1 || !strings.Contains(k.Warnings[0], "1 of the baseline's launches (occurrence 1 first)") || k.PreparedBytes != 0 {
+		t.Errorf("kernel a, baseline launch 1 without the write: warnings %q, prepared %d bytes, want one naming occurrence 1 and 0", k.Warnings, k.PreparedBytes)
+	}
+	if p := Compare(traced, nil)[0].PreparedBytes; p != 4096 {
+		t.Errorf("kernel a without a baseline: prepared %d bytes, want 4096", p)
 	}
 	if _, err := json.Marshal(Compare(traced, nil)); err != nil {
 		t.Errorf("Compare without a baseline does not encode: %v", err)

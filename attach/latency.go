@@ -42,6 +42,11 @@ type KernelLatency struct {
 	// (0: some ran with the application's cache state, a flush buffer that
 	// could not be allocated included).
 	FlushedBytes uint64 `json:"flushed_bytes"`
+	// PreparedBytes were written right before each timed launch, the
+	// least any of the kernel's traced or paired baseline launches had
+	// (LaunchInfo.PreparedBytes: a traced launch's zeroed buffers, a
+	// baseline launch's write of as many bytes without a flush).
+	PreparedBytes uint64 `json:"prepared_bytes"`
 	// RecordsL2Bytes is the L2 set aside to keep the records, the least any
 	// traced launch had (0: some wrote them through the L2 with the
 	// kernel's data; LaunchInfo.RecordsL2Bytes).
@@ -136,9 +141,11 @@ func Compare(p, base *Process) []KernelLatency {
 		k := &out[i]
 		if !ok {
 			k.FlushedBytes = l.Info.FlushedBytes
+			k.PreparedBytes = l.Info.PreparedBytes
 			k.RecordsL2Bytes = l.Info.RecordsL2Bytes
 		}
 		k.FlushedBytes = min(k.FlushedBytes, l.Info.FlushedBytes)
+		k.PreparedBytes = min(k.PreparedBytes, l.Info.PreparedBytes)
 		k.RecordsL2Bytes = min(k.RecordsL2Bytes, l.Info.RecordsL2Bytes)
 		k.Pairs = append(k.Pairs, Pair{Occurrence: l.Info.Occurrence, InstrumentedUS: *l.Info.ElapsedMS * 1000, prepared: l.Info.PreparedBytes})
 	}
@@ -173,6 +180,7 @@ func Compare(p, base *Process) []KernelLatency {
 				continue
 			}
 			k.FlushedBytes = min(k.FlushedBytes, b.Info.FlushedBytes)
+			k.PreparedBytes = min(k.PreparedBytes, b.Info.PreparedBytes)
 			if b.Info.FlushedBytes == 0 && b.Info.PreparedBytes != pr.prepared {
 				unequal = append(unequal, pr.Occurrence)
 			}
