@@ -153,6 +153,24 @@ func TestCompare(t *testing.T) {
 	}
 }
 
+// TestCompareTimed pairs the launches a process timed without tracing them
+// (the build with tracing, dormant) with the baseline's, and leaves its
+// traced ones out, as Compare leaves the untimed ones.
+func TestCompareTimed(t *testing.T) {
+	launch := func(occ uint64, us float64, traced bool) *Launch {
+		return &Launch{Kernel: "a", Info: LaunchInfo{Kernel: "_Z1av", Traced: traced, Status: "ok", Occurrence: occ, ElapsedMS: f64(us / 1000)}}
+	}
+	p := &Process{Launches: []*Launch{launch(0, 104, false), launch(1, 108, false), launch(2, 150, true)}}
+	base := &Process{Launches: []*Launch{launch(0, 100, false), launch(1, 100, false), launch(2, 100, false)}}
+	got := CompareTimed(p, base)
+	if len(got) != 1 || len(got[0].Pairs) != 2 || got[0].Uninstrumented == nil || math.Abs(got[0].PairedRatio-1.06) > 1e-9 {
+		t.Fatalf("CompareTimed = %+v, want kernel a's occurrences 0 and 1, paired 1.06", got)
+	}
+	if tr := Compare(p, base); len(tr) != 1 || len(tr[0].Pairs) != 1 || tr[0].Pairs[0].Occurrence != 2 {
+		t.Errorf("Compare = %+v, want the traced occurrence 2 alone", tr)
+	}
+}
+
 func TestMatchProcesses(t *testing.T) {
 	p := func(rank string, n int) *Process {
 		pr := &Process{Hello: Hello{Env: map[string]string{}}}

@@ -125,10 +125,21 @@ func MatchProcesses(traced, base []*Process) map[*Process]*Process {
 // Compare returns the latency of each kernel p traced, paired with base's
 // timed launches when base is not nil.
 func Compare(p, base *Process) []KernelLatency {
+	return compare(p, base, func(l *Launch) bool { return l.Info.Traced })
+}
+
+// CompareTimed is Compare for the launches p timed without tracing them:
+// the build with tracing run dormant (ModeTime on it), paired with base's.
+func CompareTimed(p, base *Process) []KernelLatency {
+	return compare(p, base, func(l *Launch) bool { return !l.Info.Traced })
+}
+
+// compare pairs p's timed launches that pick takes with base's.
+func compare(p, base *Process, pick func(*Launch) bool) []KernelLatency {
 	var out []KernelLatency
 	idx := map[string]int{}
 	for _, l := range p.Launches {
-		if !l.Info.Traced || l.Info.Status != "ok" || l.Info.ElapsedMS == nil {
+		if !pick(l) || l.Info.Status != "ok" || l.Info.ElapsedMS == nil {
 			continue
 		}
 		i, ok := idx[l.Info.Kernel]
@@ -214,7 +225,7 @@ func Compare(p, base *Process) []KernelLatency {
 		}
 		k.Warnings = trace.Perturbation(k.Resources.Instrumented, k.Resources.Uninstrumented)
 		if len(unequal) > 0 {
-			k.Warnings = append(k.Warnings, fmt.Sprintf("without an L2 flush, %d of the baseline's launches (occurrence %d first) followed other writes than their traced launch's zeroed buffers: the two started from different caches", len(unequal), unequal[0]))
+			k.Warnings = append(k.Warnings, fmt.Sprintf("without an L2 flush, %d of the baseline's launches (occurrence %d first) followed other writes than the launches they are paired with (a traced launch's zeroed buffers, or as many bytes): the two started from different caches", len(unequal), unequal[0]))
 		}
 	}
 	return out

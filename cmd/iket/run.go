@@ -77,6 +77,7 @@ its warps recorded; iket exits 2.`,
 		Example: `  iket run -o out -- ./app --its --own --flags
   iket run -o out --kernel 'gemm.*' --launch 3 -- python serve.py
   iket run -o out --launch 0-9 --baseline './app_plain --n 4' -- ./app --n 4
+  iket run -o out --launch 0-9 --baseline ./app_plain --dormant -- ./app
   iket run warp_roles -o out
   iket run kernels/examples/warp_roles.cu --mode wrap --capacity 64
   iket run hang --watch --timeout 2s     # diagnose a deadlock
@@ -93,6 +94,11 @@ its warps recorded; iket exits 2.`,
 					return failWith(exitError, fmt.Errorf("run: give KERNEL, --spec FILE or -- CMD, one of them"))
 				}
 				return runApp(cmd, o, args, stdout, stderr)
+			}
+			for _, f := range appFlags {
+				if cmd.Flags().Changed(f) {
+					return failWith(exitError, fmt.Errorf("run KERNEL: --%s is for run -- CMD", f))
+				}
 			}
 			var prog *iket.Program
 			var src, base *iket.Source

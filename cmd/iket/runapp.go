@@ -29,7 +29,9 @@ untouched. A traced launch runs alone (the GPU drained before it, left idle 20 m
 --no-flush-l2, the L2 flushed; with it, the baseline's launch follows a write of as many bytes
 as the traced launch's zeroed buffers) and is timed with CUDA events on the launch's
 stream; with --baseline, the same program built without IKET_ENABLE runs
-too and the same launches are timed there, paired by kernel and occurrence. The program's stdin, stdout and stderr are its own;
+too and the same launches are timed there, paired by kernel and occurrence; with
+--dormant as well, the program runs once more and the same launches are timed untraced
+(what leaving tracing compiled in costs when nobody traces). The program's stdin, stdout and stderr are its own;
 iket reports on stderr and exits with the program's exit status. In the
 output folder (one folder per process and GPU when there are several):
 
@@ -47,13 +49,18 @@ type appOptions struct {
 	kernel   string
 	launch   string
 	baseline string
+	dormant  bool
 }
+
+// appFlags are the flags of run -- CMD alone.
+var appFlags = []string{"kernel", "launch", "baseline", "dormant"}
 
 func (a *appOptions) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&a.kernel, "kernel", "", "with -- CMD: trace only kernels whose demangled or mangled name matches this regular expression")
 	f.StringVar(&a.launch, "launch", "0", "with -- CMD: which matching launches to trace: N, a list N,M, a range A-B, A- or all")
 	f.StringVar(&a.baseline, "baseline", "", "with -- CMD: the command line of the same program built without IKET_ENABLE, timed for comparison")
+	f.BoolVar(&a.dormant, "dormant", false, "with -- CMD and --baseline: run CMD once more and time the same launches untraced, what its build with tracing costs while nobody traces it")
 }
 
 // appLatencyJSON is latency.json of an application run.
@@ -66,6 +73,10 @@ type appLatencyJSON struct {
 	Serialized bool                   `json:"serialized"`
 	Boundary   string                 `json:"boundary"`
 	Kernels    []attach.KernelLatency `json:"kernels"`
+	// Dormant, with --dormant: the same launches of the program timed
+	// without tracing them (its build with tracing, dormant), paired with
+	// the baseline's.
+	Dormant []attach.KernelLatency `json:"dormant,omitempty"`
 }
 
 func runApp(cmd *cobra.Command, o runOptions, argv []string, stdout, stderr io.Writer) error {
@@ -89,6 +100,9 @@ func runApp(cmd *cobra.Command, o runOptions, argv []string, stdout, stderr io.W
 		if baseArgs, err = splitCommand(o.app.baseline); err != nil || len(baseArgs) == 0 {
 			return failWith(exitError, fmt.Errorf("--baseline %q: want a command line: %v", o.app.baseline, err))
 		}
+	}
+	if o.app.dormant && baseArgs == nil {
+		return failWith(exitError, errors.New("--dormant needs --baseline: the program built without IKET_ENABLE, to compare the untraced launches with"))
 	}
 	for _, f := range []string{"spec", "arch", "device", "rounds", "calls", "warmup", "no-control", "no-timing", "mode"} {
 		if cmd.Flags().Changed(f) {
@@ -120,7 +134,7 @@ func runApp(cmd *cobra.Command, o runOptions, argv []string, stdout, stderr io.W
 	}
 	defer res.Close()
 	after, _ := iket.ReadGPUs()
-	var base *attach.Result
+	var base, dorm *attach.Result
 	if baseArgs != nil && ctx.Err() == nil && res.Hung == nil {
 		if times := attach.Times(res.Processes); len(times) > 0 {
 			fmt.Fprintf(stderr, "iket: running the baseline %s\n", strings.Join(baseArgs, " "))
@@ -131,9 +145,41 @@ func runApp(cmd *cobra.Command, o runOptions, argv []string, stdout, stderr io.W
 				return failWith(exitError, fmt.Errorf("run the baseline: %w", err))
 			}
 			defer base.Close()
+			if o.app.dormant && ctx.Err() == nil {
+				// The same launches of the program itself, timed as the
+				// baseline's are and not traced.
+				fmt.Fprintf(stderr, "iket: running %s again, its launches untraced\n", strings.Join(argv, " "))
+				do := bo
+				do.Args = argv
+				if dorm, err = attach.Run(ctx, do); err != nil {
+					return failWith(exitError, fmt.Errorf("run the program untraced: %w", err))
+				}
+				defer dorm.Close()
+			}
 		}
 	}
-	return reportApp(ctx, o, argv, baseArgs, res, base, gpuReadings{before, after}, stderr)
+	return reportApp(ctx, o, argv, baseArgs, res, base, dorm, gpuReadings{before, after}, stderr)
+}
+
+// timedRun matches r's processes (a run in timing mode: the baseline, or
+// the program untraced) to the traced run's, and lists its errors: each
+// process's error notes (who names it) and a non-zero exit (what).
+func timedRun(res, r *attach.Result, who, what string) (map[*attach.Process]*attach.Process, []string) {
+	if r == nil {
+		return nil, nil
+	}
+	var problems []string
+	for _, p := range r.Processes {
+		for _, n := range p.Notes {
+			if n.Level == "error" {
+				problems = append(problems, fmt.Sprintf("%s %d: %s", who, p.Hello.PID, n.Msg))
+			}
+		}
+	}
+	if r.ExitCode != 0 {
+		problems = append(problems, fmt.Sprintf("%s exited with status %d", what, r.ExitCode))
+	}
+	return attach.MatchProcesses(res.Processes, r.Processes), problems
 }
 
 // gpuReadings are the GPUs as NVML read them before and after the traced
@@ -173,7 +219,7 @@ type appGroup struct {
 	launches []*attach.Launch
 }
 
-func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, res, base *attach.Result, gpus gpuReadings, w io.Writer) error {
+func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, res, base, dorm *attach.Result, gpus gpuReadings, w io.Writer) error {
 	var problems []string
 	for _, p := range res.Processes {
 		for _, n := range p.Notes {
@@ -213,20 +259,9 @@ func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, res, 
 			g.launches = append(g.launches, l)
 		}
 	}
-	var matched map[*attach.Process]*attach.Process
-	if base != nil {
-		matched = attach.MatchProcesses(res.Processes, base.Processes)
-		for _, p := range base.Processes {
-			for _, n := range p.Notes {
-				if n.Level == "error" {
-					problems = append(problems, fmt.Sprintf("baseline process %d: %s", p.Hello.PID, n.Msg))
-				}
-			}
-		}
-		if base.ExitCode != 0 {
-			problems = append(problems, fmt.Sprintf("the baseline program exited with status %d", base.ExitCode))
-		}
-	}
+	matched, bp := timedRun(res, base, "baseline process", "the baseline program")
+	dmatched, dp := timedRun(res, dorm, "untraced run, process", "the program run again untraced")
+	problems = append(append(problems, bp...), dp...)
 	var firstErr error
 	var written []string // the groups' captures, for the merged trace
 	for _, g := range groups {
@@ -241,7 +276,7 @@ func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, res, 
 		if g.proc == res.Processes[0] {
 			args = argv
 		}
-		if err := writeAppGroup(ctx, dir, g, args, baseArgs, matched[g.proc], gpus, w); err != nil {
+		if err := writeAppGroup(ctx, dir, g, args, baseArgs, matched[g.proc], dmatched[g.proc], gpus, w); err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
@@ -327,7 +362,7 @@ func noLaunchError(o runOptions, r *attach.Result) error {
 }
 
 // writeAppGroup writes one capture and its outputs, and prints a summary.
-func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs []string, base *attach.Process, gpus gpuReadings, w io.Writer) error {
+func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs []string, base, dorm *attach.Process, gpus gpuReadings, w io.Writer) error {
 	meta, bufs, left, err := g.proc.Capture("iket "+version, argv, g.launches)
 	gpus.fill(meta.Device)
 	for _, l := range left {
@@ -343,6 +378,18 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 	// This capture's launches only: a process on several GPUs writes one
 	// capture, and one latency.json, per GPU.
 	lat := attach.Compare(&attach.Process{Hello: g.proc.Hello, Launches: g.launches}, base)
+	var dormant []attach.KernelLatency
+	if dorm != nil && base != nil {
+		// The untraced run's launches of this capture's kernels and
+		// occurrences.
+		var ls []*attach.Launch
+		for _, l := range dorm.Launches {
+			if _, ok := status[launchKey{l.Info.Kernel, l.Info.Occurrence}]; ok {
+				ls = append(ls, l)
+			}
+		}
+		dormant = attach.CompareTimed(&attach.Process{Hello: dorm.Hello, Launches: ls}, base)
+	}
 	byKernel := map[string]*attach.KernelLatency{}
 	for i := range lat {
 		byKernel[lat[i].Mangled] = &lat[i]
@@ -366,7 +413,7 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 	}
 	lj := appLatencyJSON{
 		Source: "application", Program: argv, Baseline: baseArgs, Process: meta.Process, Device: meta.Device,
-		Serialized: true, Boundary: attach.Boundary, Kernels: lat,
+		Serialized: true, Boundary: attach.Boundary, Kernels: lat, Dormant: dormant,
 	}
 	b, err := json.MarshalIndent(lj, "", "  ")
 	if err != nil {
@@ -421,6 +468,7 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 		}
 	}
 	writeAppLatency(w, lat)
+	writeAppDormant(w, dormant)
 	fmt.Fprintf(w, "\nwrote %s, %s, %s, %s\n", capPath, pf, filepath.Join(dir, reportFile), filepath.Join(dir, latencyFile))
 	return nil
 }
@@ -438,15 +486,7 @@ func writeAppLatency(w io.Writer, lat []attach.KernelLatency) {
 	fmt.Fprintf(w, "%-40s %7s %14s %16s %7s %7s\n", "kernel", "launches", "traced p50 us", "baseline p50 us", "ratio", "paired")
 	sort.SliceStable(lat, func(i, j int) bool { return lat[i].Kernel < lat[j].Kernel })
 	for _, k := range lat {
-		name := safeName(k.Kernel)
-		if len(name) > 40 {
-			name = name[:37] + "..."
-		}
-		if k.Uninstrumented == nil {
-			fmt.Fprintf(w, "%-40s %7d %14.2f %16s %7s %7s\n", name, len(k.Pairs), k.Instrumented.MedianUS, "-", "-", "-")
-		} else {
-			fmt.Fprintf(w, "%-40s %7d %14.2f %16.2f %7.4f %7.4f\n", name, len(k.Pairs), k.Instrumented.MedianUS, k.Uninstrumented.MedianUS, k.Ratio, k.PairedRatio)
-		}
+		writeLatencyRow(w, k)
 		r := k.Resources
 		if r.Instrumented != nil {
 			fmt.Fprintf(w, "  traced: %s", r.Instrumented.String())
@@ -459,9 +499,42 @@ func writeAppLatency(w io.Writer, lat []attach.KernelLatency) {
 		for _, m := range k.Warnings {
 			fmt.Fprintf(w, "  warning: %s\n", m)
 		}
-		if len(k.Unpaired) > 0 {
-			fmt.Fprintf(w, "  the baseline did not time occurrences %v\n", k.Unpaired)
-		}
+		writeUnpaired(w, k)
+	}
+}
+
+// writeLatencyRow prints a kernel's row of the latency tables.
+func writeLatencyRow(w io.Writer, k attach.KernelLatency) {
+	name := safeName(k.Kernel)
+	if len(name) > 40 {
+		name = name[:37] + "..."
+	}
+	if k.Uninstrumented == nil {
+		fmt.Fprintf(w, "%-40s %7d %14.2f %16s %7s %7s\n", name, len(k.Pairs), k.Instrumented.MedianUS, "-", "-", "-")
+		return
+	}
+	fmt.Fprintf(w, "%-40s %7d %14.2f %16.2f %7.4f %7.4f\n", name, len(k.Pairs), k.Instrumented.MedianUS, k.Uninstrumented.MedianUS, k.Ratio, k.PairedRatio)
+}
+
+func writeUnpaired(w io.Writer, k attach.KernelLatency) {
+	if len(k.Unpaired) > 0 {
+		fmt.Fprintf(w, "  the baseline did not time occurrences %v\n", k.Unpaired)
+	}
+}
+
+// writeAppDormant prints --dormant's comparison: the program's launches
+// timed untraced against the baseline's.
+func writeAppDormant(w io.Writer, lat []attach.KernelLatency) {
+	if len(lat) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nuntraced (the build with tracing, iket not tracing these launches) against the baseline\n")
+	fmt.Fprintf(w, "%-40s %7s %14s %16s %7s %7s\n", "kernel", "launches", "untraced p50 us", "baseline p50 us", "ratio", "paired")
+	sort.SliceStable(lat, func(i, j int) bool { return lat[i].Kernel < lat[j].Kernel })
+	for _, k := range lat {
+		// The resources and their warnings are the traced table's.
+		writeLatencyRow(w, k)
+		writeUnpaired(w, k)
 	}
 }
 

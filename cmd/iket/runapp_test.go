@@ -60,6 +60,7 @@ func TestRunApp(t *testing.T) {
 		files    []string // outputs that must exist, relative to out
 		pairs    int      // latency.json: pairs of the first kernel (-1: no file)
 		baseline bool     // latency.json has the baseline's times
+		dormant  int      // latency.json: untraced pairs of the first kernel (--dormant)
 	}{
 		{name: "first launch", code: 0, pairs: 1,
 			args:  func(o string) []string { return []string{"run", "-o", o, "--", app, "--launches", "3"} },
@@ -68,6 +69,14 @@ func TestRunApp(t *testing.T) {
 			args: func(o string) []string {
 				return []string{"run", "-o", o, "--launch", "0-2", "--baseline", app + " --uninstrumented --launches 3", "--", app, "--launches", "3"}
 			}, files: []string{"trace.iket", "latency.json"}, stderr: "running the baseline"},
+		{name: "untraced launches against the baseline", code: 0, pairs: 3, baseline: true, dormant: 3,
+			args: func(o string) []string {
+				return []string{"run", "-o", o, "--launch", "0-2", "--baseline", app + " --uninstrumented --launches 3", "--dormant", "--", app, "--launches", "3"}
+			}, files: []string{"trace.iket", "latency.json"}, stderr: "untraced (the build with tracing, iket not tracing these launches) against the baseline"},
+		{name: "--dormant without a baseline", code: 2, pairs: -1, stderr: "--dormant needs --baseline",
+			args: func(o string) []string { return []string{"run", "-o", o, "--dormant", "--", app} }},
+		{name: "a flag of run -- CMD given to run KERNEL", code: 2, pairs: -1, stderr: "--baseline is for run -- CMD",
+			args: func(o string) []string { return []string{"run", "-o", o, "--baseline", app, "warp_roles"} }},
 		{name: "records kept in the L2", code: 0, pairs: 1, stderr: "records kept in the L2 (a persisting window over the buffers, 0.3 MiB set aside)",
 			args: func(o string) []string { return []string{"run", "-o", o, "--", app, "--launches", "1"} }},
 		{name: "a device without persisting L2 lines", code: 0, pairs: 1, stderr: "records written through the L2 with the kernel's data", env: []string{"FAKE_NO_L2_PERSIST=1"},
@@ -126,6 +135,12 @@ func TestRunApp(t *testing.T) {
 			}
 			if k := lj.Kernels[0]; (k.Uninstrumented != nil) != tt.baseline || (tt.baseline && k.PairedRatio <= 0) {
 				t.Errorf("latency.json baseline %+v, paired %v; want baseline %v", k.Uninstrumented, k.PairedRatio, tt.baseline)
+			}
+			switch {
+			case tt.dormant == 0 && len(lj.Dormant) != 0:
+				t.Errorf("latency.json dormant %+v, want none without --dormant", lj.Dormant)
+			case tt.dormant > 0 && (len(lj.Dormant) != 1 || len(lj.Dormant[0].Pairs) != tt.dormant || lj.Dormant[0].Uninstrumented == nil || lj.Dormant[0].PairedRatio <= 0 || lj.Dormant[0].Kernel != lj.Kernels[0].Kernel):
+				t.Errorf("latency.json dormant %+v, want the traced kernel with %d pairs against the baseline", lj.Dormant, tt.dormant)
 			}
 			if code == 0 {
 				if c, _, se := runCLI(t, "validate", filepath.Join(out, captureFile)); c != 0 {
