@@ -74,6 +74,10 @@ step baseline bash -c "$IKET run -o $R/baseline --kernel pipeline --launch 0-4 -
 # The same launches against the instrumented build run with no iket
 # attached: the buffers' cost alone, without the dormant build's.
 step baseline-dormant bash -c "$IKET run -o $R/basedormant --kernel pipeline --launch 0-4 --baseline '$W/app' -- $W/app"
+# --dormant: the same launches of the instrumented build timed untraced too,
+# against the plain build: what leaving tracing compiled in costs.
+step dormant bash -c "$IKET run -o $R/dormant --kernel pipeline --launch 0-4 --baseline '$W/app_plain' --dormant -- $W/app &&
+  grep -q '\"dormant\"' $R/dormant/latency.json"
 step kernel-demangled bash -c "$IKET run -o $R/demangled --kernel 'app::pipeline<4, 2>' -- $W/app &&
   $IKET stats $R/demangled/trace.iket | grep -q compute"
 step kernel-second bash -c "$IKET run -o $R/second --kernel '^scale_kernel' -- $W/app && $IKET stats $R/second/trace.iket | grep -q scale"
@@ -131,4 +135,10 @@ for k in d["kernels"]:
     u=k.get("uninstrumented") or {}
     print("%-28s traced p50 %8.2f us  baseline p50 %8.2f us  ratio %.4f  paired %.4f  (%d pairs)" % (k["kernel"][:28], k["instrumented"]["median_us"], u.get("median_us",0), k.get("ratio",0), k.get("paired_ratio",0), len(k["pairs"])))
 ' "$R/$run/latency.json" | sed "s/^/$run: /" | tee -a "$R/summary.txt"; done
+[ -f "$R/dormant/latency.json" ] && python3 -c '
+import json,sys
+for k in json.load(open(sys.argv[1])).get("dormant") or []:
+    u=k.get("uninstrumented") or {}
+    print("%-28s untraced p50 %8.2f us  baseline p50 %8.2f us  ratio %.4f  paired %.4f  (%d pairs)" % (k["kernel"][:28], k["instrumented"]["median_us"], u.get("median_us",0), k.get("ratio",0), k.get("paired_ratio",0), len(k["pairs"])))
+' "$R/dormant/latency.json" | sed "s/^/dormant: /" | tee -a "$R/summary.txt"
 exit $failed
