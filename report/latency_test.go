@@ -31,22 +31,55 @@ func TestLatencyViewControl(t *testing.T) {
 	}
 }
 
-// TestWriteLatencyControlRounds: a timing with a control gets a control row
-// in the latency table and a control column in the rounds table.
-func TestWriteLatencyControlRounds(t *testing.T) {
-	c := synthCapture(t, 4, 4, 64)
-	l := c.Meta.Launches[0].Latency
-	l.Control = &trace.Samples{MedianUS: 10.625, MinUS: 10.375, MaxUS: 11.25, RoundsUS: []float64{10.375, 10.625, 11.25}}
-	l.ControlRatio, l.ControlPairedRatio = 10.625/10.5, 1.0
-	text := section(t, render(t, synthInput(t, c, Limits{})), "latency")
-	for _, want := range []string{
-		"control (uninstrumented again) 10.62 µs 10.38 µs 11.25 µs 3",
-		"round uninstrumented instrumented control",
-		"1 10.25 µs 10.5 µs 10.38 µs", "3 11 µs 11.5 µs 11.25 µs",
-		"ratio 1.012 (paired 1.000)",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("latency section lacks %q; it reads:\n%s", want, text)
-		}
+// TestWriteLatencyExtraBuilds: a timing with a control, or with the
+// program's launches timed untraced (iket run --dormant), gets the build's
+// row in the latency table and its column in the rounds table; a timing
+// with neither names neither.
+func TestWriteLatencyExtraBuilds(t *testing.T) {
+	three := func(med, lo, hi float64) *trace.Samples {
+		return &trace.Samples{MedianUS: med, MinUS: lo, MaxUS: hi, RoundsUS: []float64{lo, med, hi}}
+	}
+	tests := []struct {
+		name             string
+		control, dormant *trace.Samples // with ratio med/10.5 and the paired ratio
+		paired           float64
+		want, absent     []string
+	}{
+		{name: "control", control: three(10.625, 10.375, 11.25), paired: 1.0, want: []string{
+			"control (uninstrumented again) 10.62 µs 10.38 µs 11.25 µs 3",
+			"round uninstrumented instrumented control",
+			"1 10.25 µs 10.5 µs 10.38 µs", "3 11 µs 11.5 µs 11.25 µs",
+			"ratio 1.012 (paired 1.000)",
+		}, absent: []string{"not traced"}},
+		{name: "dormant", dormant: three(10.75, 10.5, 11.5), paired: 1.02, want: []string{
+			"instrumented, not traced 10.75 µs 10.5 µs 11.5 µs 3",
+			"round uninstrumented instrumented not traced",
+			"1 10.25 µs 10.5 µs 10.5 µs",
+			"median 10.75 µs, ratio 1.024 (paired 1.020): what the build with tracing costs",
+		}, absent: []string{"control"}},
+		{name: "neither", absent: []string{"control", "not traced"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := synthCapture(t, 4, 4, 64)
+			l := c.Meta.Launches[0].Latency
+			if l.Control = tt.control; l.Control != nil {
+				l.ControlRatio, l.ControlPairedRatio = l.Control.MedianUS/10.5, tt.paired
+			}
+			if l.Dormant = tt.dormant; l.Dormant != nil {
+				l.DormantRatio, l.DormantPairedRatio = l.Dormant.MedianUS/10.5, tt.paired
+			}
+			text := section(t, render(t, synthInput(t, c, Limits{})), "latency")
+			for _, want := range tt.want {
+				if !strings.Contains(text, want) {
+					t.Errorf("latency section lacks %q; it reads:\n%s", want, text)
+				}
+			}
+			for _, no := range tt.absent {
+				if strings.Contains(text, no) {
+					t.Errorf("latency section names %q; it reads:\n%s", no, text)
+				}
+			}
+		})
 	}
 }

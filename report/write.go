@@ -105,8 +105,8 @@ type latencyView struct {
 }
 
 type roundRow struct {
-	N                                   int
-	Uninstrumented, Instrument, Control string
+	N                                            int
+	Uninstrumented, Instrument, Control, Dormant string
 }
 
 type condRow struct{ Label, Before, After string }
@@ -179,11 +179,14 @@ func newView(in *Input, lm *trace.LaunchMeta, p *payload) *view {
 
 func newLatencyView(l *trace.Latency) *latencyView {
 	lv := &latencyView{Latency: l}
-	var ctl []float64
+	var ctl, dorm []float64
 	if l.Control != nil {
 		ctl = l.Control.RoundsUS
 	}
-	n := max(len(l.Uninstrumented.RoundsUS), len(l.Instrumented.RoundsUS), len(ctl))
+	if l.Dormant != nil {
+		dorm = l.Dormant.RoundsUS
+	}
+	n := max(len(l.Uninstrumented.RoundsUS), len(l.Instrumented.RoundsUS), len(ctl), len(dorm))
 	at := func(s []float64, i int) string {
 		if i < len(s) {
 			return fmtUS(s[i])
@@ -192,7 +195,8 @@ func newLatencyView(l *trace.Latency) *latencyView {
 	}
 	for i := range n {
 		lv.Rounds = append(lv.Rounds, roundRow{N: i + 1,
-			Uninstrumented: at(l.Uninstrumented.RoundsUS, i), Instrument: at(l.Instrumented.RoundsUS, i), Control: at(ctl, i)})
+			Uninstrumented: at(l.Uninstrumented.RoundsUS, i), Instrument: at(l.Instrumented.RoundsUS, i), Control: at(ctl, i),
+			Dormant: at(dorm, i)})
 	}
 	lv.Chart = newRoundsChart(l.Uninstrumented.RoundsUS, l.Instrumented.RoundsUS)
 	s := l.Settings
@@ -217,6 +221,11 @@ func newLatencyView(l *trace.Latency) *latencyView {
 		lv.Settings = append(lv.Settings, fact{"control (the uninstrumented binary again)",
 			fmt.Sprintf("median %s, ratio %.3f (paired %.3f): two identical builds differ by this much here",
 				fmtUS(c.MedianUS), l.ControlRatio, l.ControlPairedRatio)})
+	}
+	if d := l.Dormant; d != nil {
+		lv.Settings = append(lv.Settings, fact{"instrumented, not traced",
+			fmt.Sprintf("median %s, ratio %.3f (paired %.3f): what the build with tracing costs while nobody traces it",
+				fmtUS(d.MedianUS), l.DormantRatio, l.DormantPairedRatio)})
 	}
 	return lv
 }

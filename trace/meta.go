@@ -131,6 +131,12 @@ type Latency struct {
 	ControlRatio float64  `json:"control_ratio,omitempty"` // control median / uninstrumented median
 	// ControlPairedRatio is the median over rounds of control / uninstrumented.
 	ControlPairedRatio float64 `json:"control_paired_ratio,omitempty"`
+	// Dormant, with iket run -- CMD --dormant, are the same launches of the
+	// program timed untraced (the instrumented build while nobody traces
+	// it), paired with the uninstrumented ones as Instrumented is.
+	Dormant            *Samples `json:"dormant,omitempty"`
+	DormantRatio       float64  `json:"dormant_ratio,omitempty"`        // dormant median / uninstrumented median
+	DormantPairedRatio float64  `json:"dormant_paired_ratio,omitempty"` // median over pairs of dormant / uninstrumented
 	// UninstrumentedResources are the baseline build's resources, beside
 	// the launch's own (LaunchMeta.Resources), when they were read.
 	UninstrumentedResources *Resources     `json:"uninstrumented_resources,omitempty"`

@@ -398,6 +398,13 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 		if k := byKernel[meta.Launches[i].Mangled]; k != nil {
 			meta.Launches[i].Latency = k.Latency()
 		}
+		if l := meta.Launches[i].Latency; l != nil {
+			for j := range dormant {
+				if d := &dormant[j]; d.Mangled == meta.Launches[i].Mangled && d.Uninstrumented != nil {
+					l.Dormant, l.DormantRatio, l.DormantPairedRatio = &d.Instrumented, d.Ratio, d.PairedRatio
+				}
+			}
+		}
 	}
 	capPath := filepath.Join(dir, captureFile)
 	f, err := outfile.CreateContext(ctx, capPath)

@@ -142,6 +142,17 @@ func TestRunApp(t *testing.T) {
 			case tt.dormant > 0 && (len(lj.Dormant) != 1 || len(lj.Dormant[0].Pairs) != tt.dormant || lj.Dormant[0].Uninstrumented == nil || lj.Dormant[0].PairedRatio <= 0 || lj.Dormant[0].Kernel != lj.Kernels[0].Kernel):
 				t.Errorf("latency.json dormant %+v, want the traced kernel with %d pairs against the baseline", lj.Dormant, tt.dormant)
 			}
+			if tt.dormant > 0 {
+				// The capture's launches carry it too, for the report.
+				c, err := trace.Open(filepath.Join(out, captureFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if l := c.Meta.Launches[0].Latency; l == nil || l.Dormant == nil || len(l.Dormant.RoundsUS) != tt.dormant || l.DormantPairedRatio <= 0 {
+					t.Errorf("capture's launch 0 latency %+v, want %d untraced rounds and their paired ratio", l, tt.dormant)
+				}
+			}
 			if code == 0 {
 				if c, _, se := runCLI(t, "validate", filepath.Join(out, captureFile)); c != 0 {
 					t.Errorf("validate: exit %d: %s", c, se)
