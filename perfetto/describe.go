@@ -60,6 +60,9 @@ func describeLaunch(l *trace.LaunchMeta, info *LaunchInfo) string {
 		if lt.Control != nil {
 			fmt.Fprintf(&b, "\ncontrol (the uninstrumented binary again): median %.3f us: ratio %.3f", lt.Control.MedianUS, lt.ControlRatio)
 		}
+		if lt.Dormant != nil {
+			fmt.Fprintf(&b, "\ninstrumented, not traced: median %.3f us: ratio %.3f", lt.Dormant.MedianUS, lt.DormantRatio)
+		}
 		s := lt.Settings
 		fmt.Fprintf(&b, "\ntiming: %d rounds of %d calls after %d warmup calls, L2 flushed %t, interleaved %t, boundary %s",
 			s.Rounds, s.CallsPerRound, s.Warmup, s.FlushL2, s.Interleaved, s.Boundary)

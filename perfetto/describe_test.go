@@ -20,7 +20,11 @@ func TestDescribeLaunchControl(t *testing.T) {
 	}
 	l.Latency.Control = &trace.Samples{MedianUS: 175.3}
 	l.Latency.ControlRatio = 1.0006
-	if d := describeLaunch(l, &LaunchInfo{}); !strings.Contains(d, "control (the uninstrumented binary again): median 175.300 us: ratio 1.001") {
+	if d := describeLaunch(l, &LaunchInfo{}); !strings.Contains(d, "control (the uninstrumented binary again): median 175.300 us: ratio 1.001") || strings.Contains(d, "not traced") {
 		t.Errorf("with a control:\n%s", d)
+	}
+	l.Latency.Dormant, l.Latency.DormantRatio = &trace.Samples{MedianUS: 180.1}, 1.0279
+	if d := describeLaunch(l, &LaunchInfo{}); !strings.Contains(d, "instrumented, not traced: median 180.100 us: ratio 1.028") {
+		t.Errorf("with the untraced launches (iket run --dormant):\n%s", d)
 	}
 }

@@ -190,6 +190,10 @@ func writeLatency(w io.Writer, l *trace.Latency) {
 		fmt.Fprintf(w, "control (the uninstrumented binary again): %.2f us, ratio %.3f%s: two identical builds differ by this much here\n",
 			l.Control.MedianUS, l.ControlRatio, paired(l.ControlPairedRatio))
 	}
+	if l.Dormant != nil {
+		fmt.Fprintf(w, "instrumented, not traced: %.2f us, ratio %.3f%s: what the build with tracing costs while nobody traces it\n",
+			l.Dormant.MedianUS, l.DormantRatio, paired(l.DormantPairedRatio))
+	}
 }
 
 // pipelineRows is how many lag and bubble rows the table shows.

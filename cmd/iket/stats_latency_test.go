@@ -30,4 +30,13 @@ func TestWriteLatencyControl(t *testing.T) {
 	if got := b.String(); !strings.Contains(got, "ratio 1.021 (paired 1.018)") || !strings.Contains(got, "ratio 1.001 (paired 1.000)") {
 		t.Errorf("with paired ratios: %q", got)
 	}
+	if got := b.String(); strings.Contains(got, "not traced") {
+		t.Errorf("without the untraced launches: %q", got)
+	}
+	l.Dormant, l.DormantRatio, l.DormantPairedRatio = &trace.Samples{MedianUS: 180.1}, 1.0279, 1.0301
+	b.Reset()
+	writeLatency(&b, l)
+	if got := b.String(); !strings.Contains(got, "instrumented, not traced: 180.10 us, ratio 1.028 (paired 1.030)") {
+		t.Errorf("with the untraced launches (iket run --dormant): %q", got)
+	}
 }
