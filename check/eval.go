@@ -35,8 +35,8 @@ type Result struct {
 // measure their bound on baseline, which may be nil when there are none. A
 // rule that cannot be evaluated (an unknown range or role, a range that
 // never ran, no latency measurement, no analyzer, no baseline) fails with
-// a message saying why. in may be nil: then only strict and latency_ratio
-// can pass.
+// a message saying why. in may be nil: then only strict, latency_ratio and
+// dormant_ratio can pass.
 func Evaluate(rules []Rule, in, baseline *trace.Analysis) []Result {
 	if in == nil {
 		in = &trace.Analysis{}
@@ -91,7 +91,7 @@ func (res *Result) fail(format string, a ...any) {
 
 func eval(res *Result, in *trace.Analysis) {
 	r := &res.Rule
-	if in.Analyzer == nil && r.Kind != KindStrict && r.Kind != KindLatencyRatio {
+	if in.Analyzer == nil && r.Kind != KindStrict && r.Kind != KindLatencyRatio && r.Kind != KindDormantRatio {
 		res.fail("no analysis to check %s against", r.Func)
 		return
 	}
@@ -108,7 +108,7 @@ func eval(res *Result, in *trace.Analysis) {
 		evalCount(res, in)
 	case KindBefore:
 		evalBefore(res, in)
-	case KindLatencyRatio:
+	case KindLatencyRatio, KindDormantRatio:
 		evalLatency(res, in)
 	case KindLag:
 		evalLag(res, in)
@@ -374,17 +374,36 @@ func evalBubble(res *Result, in *trace.Analysis) {
 // a latency measurement.
 var ErrNoLatency = errors.New("the capture has no latency measurement (iket run times the instrumented and uninstrumented builds and stores it)")
 
+// evalLatency: latency_ratio and dormant_ratio, a timed build's median over
+// the uninstrumented build's.
 func evalLatency(res *Result, in *trace.Analysis) {
-	if in.Meta == nil || in.Meta.Latency == nil {
+	var l *trace.Latency
+	if in.Meta != nil {
+		l = in.Meta.Latency
+	}
+	if l == nil {
 		res.fail("%v", ErrNoLatency)
 		return
 	}
-	l := in.Meta.Latency
-	res.Value = l.Ratio
+	build, s, ratio, n, of := "instrumented", &l.Instrumented, l.Ratio, len(l.Uninstrumented.RoundsUS), "rounds"
+	if res.Rule.Kind == KindDormantRatio {
+		// dormant_ratio: the instrumented build timed untraced (iket run
+		// --dormant), its launches paired with the uninstrumented ones.
+		if l.Dormant == nil {
+			res.fail("%v", ErrNoDormant)
+			return
+		}
+		build, s, ratio, n, of = "instrumented, not traced", l.Dormant, l.DormantRatio, len(l.Dormant.RoundsUS), "launches"
+	}
+	res.Value = ratio
 	res.compare()
-	res.Message = fmt.Sprintf("instrumented %.3f us / uninstrumented %.3f us (medians of %d rounds) = %.4f",
-		l.Instrumented.MedianUS, l.Uninstrumented.MedianUS, len(l.Uninstrumented.RoundsUS), l.Ratio)
+	res.Message = fmt.Sprintf("%s %.3f us / uninstrumented %.3f us (medians of %d %s) = %.4f",
+		build, s.MedianUS, l.Uninstrumented.MedianUS, n, of, ratio)
 }
+
+// ErrNoDormant is the reason a dormant_ratio rule fails on a capture
+// without the instrumented build's untraced times.
+var ErrNoDormant = errors.New("the capture has no untraced times of the instrumented build (iket run -- CMD --baseline PLAIN --dormant stores them)")
 
 // FormatNs prints a duration in ns with a readable unit: 950ns, 2.31us,
 // 1.50ms, 2.000s.

@@ -101,9 +101,13 @@ func TestEvaluate(t *testing.T) {
 	withLatency := *meta
 	withLatency.Latency = &trace.Latency{Ratio: 1.05,
 		Uninstrumented: trace.Samples{MedianUS: 10, RoundsUS: []float64{10, 10}}, Instrumented: trace.Samples{MedianUS: 10.5}}
+	withDormant := withLatency
+	withDormant.Latency = &trace.Latency{Ratio: 1.05, Uninstrumented: withLatency.Latency.Uninstrumented, Instrumented: withLatency.Latency.Instrumented,
+		Dormant: &trace.Samples{MedianUS: 10.2, RoundsUS: []float64{10.1, 10.3}}, DormantRatio: 1.02}
 	pipe := &trace.Analysis{Meta: meta, Analyzer: analyzer(t, meta, pipeline()...)}
 	ord := &trace.Analysis{Meta: meta, Analyzer: analyzer(t, meta, ordered()...)}
 	lat := &trace.Analysis{Meta: &withLatency, Analyzer: pipe.Analyzer}
+	dorm := &trace.Analysis{Meta: &withDormant, Analyzer: pipe.Analyzer}
 	dropped := analyzer(t, meta, wp{cta: 0, warp: 0, dropped: 1}, wp{cta: 0, warp: 1, dropped: 0})
 	saturated := analyzer(t, meta, wp{cta: 0, warp: 0, dropped: 3, saturated: true})
 	clean := &trace.Analysis{Meta: meta, Analyzer: pipe.Analyzer, Summary: trace.Summary{Warps: 6,
@@ -172,6 +176,10 @@ func TestEvaluate(t *testing.T) {
 		{"latency_ratio <= 1.05", lat, true, 1.05, "", "instrumented 10.500 us / uninstrumented 10.000 us (medians of 2 rounds) = 1.0500"},
 		{"latency_ratio <= 1.049", lat, false, 1.05, "", ""},
 		{"latency_ratio <= 2", pipe, false, 0, "", "the capture has no latency measurement"},
+		// dormant_ratio
+		{"dormant_ratio <= 1.02", dorm, true, 1.02, "", "instrumented, not traced 10.200 us / uninstrumented 10.000 us (medians of 2 launches) = 1.0200"},
+		{"dormant_ratio < 1.02", dorm, false, 1.02, "", ""},
+		{"dormant_ratio <= 2", lat, false, 0, "", "the capture has no untraced times of the instrumented build"},
 		// role-qualified series
 		{"p99(consumer:consumer_compute) <= 20ns", pipe, true, 20, "", "p99 of 3 consumer:consumer_compute ranges is 20ns"},
 		{"overlap(producer:producer_load, consumer:consumer_compute) >= 0.73", pipe, true, 22.0 / 30, "", ""},

@@ -31,6 +31,7 @@ func TestParseExpr(t *testing.T) {
 		{"before(producer_load, consumer_compute)", Rule{Kind: KindBefore, Func: "before", Args: []string{"producer_load", "consumer_compute"}}},
 		{"latency_ratio <= 1.05", Rule{Kind: KindLatencyRatio, Func: "latency_ratio", Op: OpLE, Bound: 1.05}},
 		{"latency_ratio() < 105%", Rule{Kind: KindLatencyRatio, Func: "latency_ratio", Op: OpLT, Bound: 1.05}},
+		{"dormant_ratio <= 1.01", Rule{Kind: KindDormantRatio, Func: "dormant_ratio", Op: OpLE, Bound: 1.01}},
 		{"overlap(producer:load, consumer:compute) >= 0.6", Rule{Kind: KindOverlap, Func: "overlap",
 			Args: []string{"producer:load", "consumer:compute"}, Op: OpGE, Bound: 0.6}},
 		{"p99(lag(producer:load, consumer:compute)) <= 2us", Rule{Kind: KindLag, Func: "p99",
@@ -63,8 +64,8 @@ func TestParseExprErrors(t *testing.T) {
 		expr string
 		want string
 	}{
-		{"", "column 1: expected a rule (strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before, latency_ratio), found end of rule"},
-		{"overlapp(a, b) >= 1", `column 1: unknown rule "overlapp": want strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before or latency_ratio`},
+		{"", "column 1: expected a rule (strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before, latency_ratio, dormant_ratio), found end of rule"},
+		{"overlapp(a, b) >= 1", `column 1: unknown rule "overlapp": want strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before, latency_ratio or dormant_ratio`},
 		{"overlap a, b >= 1", `column 9: expected '(' after overlap, found "a"`},
 		{"overlap(a b) >= 1", `column 11: expected ',' or ')' after "a", found "b"`},
 		{"overlap(a) >= 1", "column 1: overlap takes 2 range name(s), found 1"},

@@ -161,6 +161,7 @@ func TestCheckExitCodes(t *testing.T) {
 		{"rules file and junit", []string{"check", capPath, "--rules", rules, "--junit", junit}, 0, "2 of 2 rules passed"},
 		{"fail", []string{"check", capPath, "--expect", "overlap(producer_load, consumer_compute) >= 0.5"}, 1, "FAIL"},
 		{"latency ratio fails", []string{"check", capPath, "--expect", "latency_ratio <= 1.01"}, 1, "latency_ratio"},
+		{"no untraced times", []string{"check", capPath, "--expect", "dormant_ratio <= 100"}, 1, "no untraced times of the instrumented build"},
 		{"json", []string{"check", capPath, "--expect", "no_drops", "--format", "json"}, 0, `"pass": true`},
 		{"json flag", []string{"check", capPath, "--expect", "no_drops", "--json"}, 0, `"pass": true`},
 		{"series, lag and bubble", []string{"check", capPath, "--expect", "overlap(producer:producer_load, consumer:wait_for_data) >= 0.9",

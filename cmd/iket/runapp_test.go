@@ -152,6 +152,14 @@ func TestRunApp(t *testing.T) {
 				if l := c.Meta.Launches[0].Latency; l == nil || l.Dormant == nil || len(l.Dormant.RoundsUS) != tt.dormant || l.DormantPairedRatio <= 0 {
 					t.Errorf("capture's launch 0 latency %+v, want %d untraced rounds and their paired ratio", l, tt.dormant)
 				}
+				// iket check reads it: a bound nothing can fail passes, one
+				// nothing can meet fails.
+				if code, stdout, se := runCLI(t, "check", filepath.Join(out, captureFile), "--launch", "0", "--expect", "dormant_ratio <= 1000"); code != 0 {
+					t.Errorf("check dormant_ratio <= 1000: exit %d: %s%s", code, stdout, se)
+				}
+				if code, _, _ := runCLI(t, "check", filepath.Join(out, captureFile), "--launch", "0", "--expect", "dormant_ratio < 0"); code != 1 {
+					t.Errorf("check dormant_ratio < 0: exit %d, want 1", code)
+				}
 			}
 			if code == 0 {
 				if c, _, se := runCLI(t, "validate", filepath.Join(out, captureFile)); c != 0 {
