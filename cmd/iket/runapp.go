@@ -490,7 +490,7 @@ func writeAppLatency(w io.Writer, lat []attach.KernelLatency) {
 		return
 	}
 	fmt.Fprintf(w, "\nlatency (%s)\n", attach.Boundary)
-	fmt.Fprintf(w, "%-40s %7s %14s %16s %7s %7s\n", "kernel", "launches", "traced p50 us", "baseline p50 us", "ratio", "paired")
+	fmt.Fprintf(w, "%-40s %7s %15s %16s %7s %7s\n", "kernel", "launches", "traced p50 us", "baseline p50 us", "ratio", "paired")
 	sort.SliceStable(lat, func(i, j int) bool { return lat[i].Kernel < lat[j].Kernel })
 	for _, k := range lat {
 		writeLatencyRow(w, k)
@@ -517,10 +517,10 @@ func writeLatencyRow(w io.Writer, k attach.KernelLatency) {
 		name = name[:37] + "..."
 	}
 	if k.Uninstrumented == nil {
-		fmt.Fprintf(w, "%-40s %7d %14.2f %16s %7s %7s\n", name, len(k.Pairs), k.Instrumented.MedianUS, "-", "-", "-")
+		fmt.Fprintf(w, "%-40s %7d %15.2f %16s %7s %7s\n", name, len(k.Pairs), k.Instrumented.MedianUS, "-", "-", "-")
 		return
 	}
-	fmt.Fprintf(w, "%-40s %7d %14.2f %16.2f %7.4f %7.4f\n", name, len(k.Pairs), k.Instrumented.MedianUS, k.Uninstrumented.MedianUS, k.Ratio, k.PairedRatio)
+	fmt.Fprintf(w, "%-40s %7d %15.2f %16.2f %7.4f %7.4f\n", name, len(k.Pairs), k.Instrumented.MedianUS, k.Uninstrumented.MedianUS, k.Ratio, k.PairedRatio)
 }
 
 func writeUnpaired(w io.Writer, k attach.KernelLatency) {
@@ -536,7 +536,7 @@ func writeAppDormant(w io.Writer, lat []attach.KernelLatency) {
 		return
 	}
 	fmt.Fprintf(w, "\nuntraced (the build with tracing, iket not tracing these launches) against the baseline\n")
-	fmt.Fprintf(w, "%-40s %7s %14s %16s %7s %7s\n", "kernel", "launches", "untraced p50 us", "baseline p50 us", "ratio", "paired")
+	fmt.Fprintf(w, "%-40s %7s %15s %16s %7s %7s\n", "kernel", "launches", "untraced p50 us", "baseline p50 us", "ratio", "paired")
 	sort.SliceStable(lat, func(i, j int) bool { return lat[i].Kernel < lat[j].Kernel })
 	for _, k := range lat {
 		// The resources and their warnings are the traced table's.
