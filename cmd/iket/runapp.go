@@ -390,20 +390,22 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 		}
 		dormant = attach.CompareTimed(&attach.Process{Hello: dorm.Hello, Launches: ls}, base)
 	}
-	byKernel := map[string]*attach.KernelLatency{}
+	byKernel, dormantOf := map[string]*attach.KernelLatency{}, map[string]*attach.KernelLatency{}
 	for i := range lat {
 		byKernel[lat[i].Mangled] = &lat[i]
 	}
-	for i := range meta.Launches {
-		if k := byKernel[meta.Launches[i].Mangled]; k != nil {
-			meta.Launches[i].Latency = k.Latency()
+	for i := range dormant {
+		if dormant[i].Uninstrumented != nil {
+			dormantOf[dormant[i].Mangled] = &dormant[i]
 		}
-		if l := meta.Launches[i].Latency; l != nil {
-			for j := range dormant {
-				if d := &dormant[j]; d.Mangled == meta.Launches[i].Mangled && d.Uninstrumented != nil {
-					l.Dormant, l.DormantRatio, l.DormantPairedRatio = &d.Instrumented, d.Ratio, d.PairedRatio
-				}
-			}
+	}
+	for i := range meta.Launches {
+		lm := &meta.Launches[i]
+		if k := byKernel[lm.Mangled]; k != nil {
+			lm.Latency = k.Latency()
+		}
+		if d := dormantOf[lm.Mangled]; d != nil && lm.Latency != nil {
+			lm.Latency.Dormant, lm.Latency.DormantRatio, lm.Latency.DormantPairedRatio = &d.Instrumented, d.Ratio, d.PairedRatio
 		}
 	}
 	capPath := filepath.Join(dir, captureFile)
