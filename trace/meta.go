@@ -124,7 +124,9 @@ type Latency struct {
 	Uninstrumented Samples `json:"uninstrumented"`
 	Instrumented   Samples `json:"instrumented"`
 	// Control, when timed, is a second load of the uninstrumented binary in
-	// the same rounds: what two identical builds differ by in this run.
+	// the same rounds (iket run KERNEL), or the baseline program's second
+	// run paired with its first (iket run -- CMD --control): what two
+	// identical builds differ by in this run.
 	Control      *Samples `json:"control,omitempty"`
 	Ratio        float64  `json:"ratio"`                   // instrumented median / uninstrumented median
 	PairedRatio  float64  `json:"paired_ratio,omitempty"`  // median over rounds of instrumented / uninstrumented

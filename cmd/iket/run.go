@@ -77,7 +77,7 @@ its warps recorded; iket exits 2.`,
 		Example: `  iket run -o out -- ./app --its --own --flags
   iket run -o out --kernel 'gemm.*' --launch 3 -- python serve.py
   iket run -o out --launch 0-9 --baseline './app_plain --n 4' -- ./app --n 4
-  iket run -o out --launch 0-9 --baseline ./app_plain --dormant -- ./app
+  iket run -o out --launch 0-9 --baseline ./app_plain --dormant --control -- ./app
   iket run warp_roles -o out
   iket run kernels/examples/warp_roles.cu --mode wrap --capacity 64
   iket run hang --watch --timeout 2s     # diagnose a deadlock

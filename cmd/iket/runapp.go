@@ -31,7 +31,9 @@ as the traced launch's zeroed buffers) and is timed with CUDA events on the laun
 stream; with --baseline, the same program built without IKET_ENABLE runs
 too and the same launches are timed there, paired by kernel and occurrence; with
 --dormant as well, the program runs once more and the same launches are timed untraced
-(what leaving tracing compiled in costs when nobody traces). The program's stdin, stdout and stderr are its own;
+(what leaving tracing compiled in costs when nobody traces); with --control, the
+baseline runs a second time, its launches paired with its first run's (what two
+runs of one build differ by here, the noise the ratios stand on). The program's stdin, stdout and stderr are its own;
 iket reports on stderr and exits with the program's exit status. In the
 output folder (one folder per process and GPU when there are several):
 
@@ -50,10 +52,11 @@ type appOptions struct {
 	launch   string
 	baseline string
 	dormant  bool
+	control  bool
 }
 
 // appFlags are the flags of run -- CMD alone.
-var appFlags = []string{"kernel", "launch", "baseline", "dormant"}
+var appFlags = []string{"kernel", "launch", "baseline", "dormant", "control"}
 
 func (a *appOptions) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
@@ -61,6 +64,7 @@ func (a *appOptions) flags(cmd *cobra.Command) {
 	f.StringVar(&a.launch, "launch", "0", "with -- CMD: which matching launches to trace: N, a list N,M, a range A-B, A- or all")
 	f.StringVar(&a.baseline, "baseline", "", "with -- CMD: the command line of the same program built without IKET_ENABLE, timed for comparison")
 	f.BoolVar(&a.dormant, "dormant", false, "with -- CMD and --baseline: run CMD once more and time the same launches untraced, what its build with tracing costs while nobody traces it")
+	f.BoolVar(&a.control, "control", false, "with -- CMD and --baseline: run the baseline a second time and pair its launches with its first run's, what two runs of one build differ by here")
 }
 
 // appLatencyJSON is latency.json of an application run.
@@ -77,6 +81,9 @@ type appLatencyJSON struct {
 	// without tracing them (its build with tracing, dormant), paired with
 	// the baseline's.
 	Dormant []attach.KernelLatency `json:"dormant,omitempty"`
+	// Control, with --control: the same launches of the baseline program
+	// timed in its second run, paired with its first run's.
+	Control []attach.KernelLatency `json:"control,omitempty"`
 }
 
 func runApp(cmd *cobra.Command, o runOptions, argv []string, stdout, stderr io.Writer) error {
@@ -103,6 +110,9 @@ func runApp(cmd *cobra.Command, o runOptions, argv []string, stdout, stderr io.W
 	}
 	if o.app.dormant && baseArgs == nil {
 		return failWith(exitError, errors.New("--dormant needs --baseline: the program built without IKET_ENABLE, to compare the untraced launches with"))
+	}
+	if o.app.control && baseArgs == nil {
+		return failWith(exitError, errors.New("--control needs --baseline: the program built without IKET_ENABLE, whose second run it pairs with its first"))
 	}
 	for _, f := range []string{"spec", "arch", "device", "rounds", "calls", "warmup", "no-control", "no-timing", "mode"} {
 		if cmd.Flags().Changed(f) {
@@ -134,32 +144,49 @@ func runApp(cmd *cobra.Command, o runOptions, argv []string, stdout, stderr io.W
 	}
 	defer res.Close()
 	after, _ := iket.ReadGPUs()
-	var base, dorm *attach.Result
+	runs := appRuns{traced: res}
 	if baseArgs != nil && ctx.Err() == nil && res.Hung == nil {
 		if times := attach.Times(res.Processes); len(times) > 0 {
 			fmt.Fprintf(stderr, "iket: running the baseline %s\n", strings.Join(baseArgs, " "))
 			bo := opt
 			bo.Args, bo.Mode, bo.Times = baseArgs, attach.ModeTime, times
 			bo.Stdin = nil // the traced run had the terminal's input
-			if base, err = attach.Run(ctx, bo); err != nil {
+			if runs.base, err = attach.Run(ctx, bo); err != nil {
 				return failWith(exitError, fmt.Errorf("run the baseline: %w", err))
 			}
-			defer base.Close()
+			defer runs.base.Close()
 			if o.app.dormant && ctx.Err() == nil {
 				// The same launches of the program itself, timed as the
 				// baseline's are and not traced.
 				fmt.Fprintf(stderr, "iket: running %s again, its launches untraced\n", strings.Join(argv, " "))
 				do := bo
 				do.Args = argv
-				if dorm, err = attach.Run(ctx, do); err != nil {
+				if runs.dormant, err = attach.Run(ctx, do); err != nil {
 					return failWith(exitError, fmt.Errorf("run the program untraced: %w", err))
 				}
-				defer dorm.Close()
+				defer runs.dormant.Close()
+			}
+			if o.app.control && ctx.Err() == nil {
+				// The baseline again, last, so that its pairs with the
+				// first run span the whole sequence's drift.
+				fmt.Fprintf(stderr, "iket: running the baseline again (the control)\n")
+				if runs.control, err = attach.Run(ctx, bo); err != nil {
+					return failWith(exitError, fmt.Errorf("run the baseline again: %w", err))
+				}
+				defer runs.control.Close()
 			}
 		}
 	}
-	return reportApp(ctx, o, argv, baseArgs, res, base, dorm, gpuReadings{before, after}, stderr)
+	return reportApp(ctx, o, argv, baseArgs, runs, gpuReadings{before, after}, stderr)
 }
+
+// appRuns are the runs of one iket run -- CMD: the traced one, and in
+// timing mode the baseline, the program untraced (--dormant) and the
+// baseline again (--control), each nil when it did not run.
+type appRuns struct{ traced, base, dormant, control *attach.Result }
+
+// timedProcs are one traced process's counterparts in the timed runs.
+type timedProcs struct{ base, dormant, control *attach.Process }
 
 // timedRun matches r's processes (a run in timing mode: the baseline, or
 // the program untraced) to the traced run's, and lists its errors: each
@@ -219,7 +246,8 @@ type appGroup struct {
 	launches []*attach.Launch
 }
 
-func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, res, base, dorm *attach.Result, gpus gpuReadings, w io.Writer) error {
+func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, runs appRuns, gpus gpuReadings, w io.Writer) error {
+	res := runs.traced
 	var problems []string
 	for _, p := range res.Processes {
 		for _, n := range p.Notes {
@@ -259,9 +287,10 @@ func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, res, 
 			g.launches = append(g.launches, l)
 		}
 	}
-	matched, bp := timedRun(res, base, "baseline process", "the baseline program")
-	dmatched, dp := timedRun(res, dorm, "untraced run, process", "the program run again untraced")
-	problems = append(append(problems, bp...), dp...)
+	matched, bp := timedRun(res, runs.base, "baseline process", "the baseline program")
+	dmatched, dp := timedRun(res, runs.dormant, "untraced run, process", "the program run again untraced")
+	cmatched, cp := timedRun(res, runs.control, "control run, process", "the baseline program run again")
+	problems = append(append(append(problems, bp...), dp...), cp...)
 	var firstErr error
 	var written []string // the groups' captures, for the merged trace
 	for _, g := range groups {
@@ -276,7 +305,8 @@ func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, res, 
 		if g.proc == res.Processes[0] {
 			args = argv
 		}
-		if err := writeAppGroup(ctx, dir, g, args, baseArgs, matched[g.proc], dmatched[g.proc], gpus, w); err != nil {
+		tp := timedProcs{base: matched[g.proc], dormant: dmatched[g.proc], control: cmatched[g.proc]}
+		if err := writeAppGroup(ctx, dir, g, args, baseArgs, tp, gpus, w); err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
@@ -362,7 +392,7 @@ func noLaunchError(o runOptions, r *attach.Result) error {
 }
 
 // writeAppGroup writes one capture and its outputs, and prints a summary.
-func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs []string, base, dorm *attach.Process, gpus gpuReadings, w io.Writer) error {
+func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs []string, tp timedProcs, gpus gpuReadings, w io.Writer) error {
 	meta, bufs, left, err := g.proc.Capture("iket "+version, argv, g.launches)
 	gpus.fill(meta.Device)
 	for _, l := range left {
@@ -377,35 +407,26 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 	}
 	// This capture's launches only: a process on several GPUs writes one
 	// capture, and one latency.json, per GPU.
-	lat := attach.Compare(&attach.Process{Hello: g.proc.Hello, Launches: g.launches}, base)
-	var dormant []attach.KernelLatency
-	if dorm != nil && base != nil {
-		// The untraced run's launches of this capture's kernels and
-		// occurrences.
-		var ls []*attach.Launch
-		for _, l := range dorm.Launches {
-			if _, ok := status[launchKey{l.Info.Kernel, l.Info.Occurrence}]; ok {
-				ls = append(ls, l)
-			}
-		}
-		dormant = attach.CompareTimed(&attach.Process{Hello: dorm.Hello, Launches: ls}, base)
-	}
-	byKernel, dormantOf := map[string]*attach.KernelLatency{}, map[string]*attach.KernelLatency{}
+	lat := attach.Compare(&attach.Process{Hello: g.proc.Hello, Launches: g.launches}, tp.base)
+	dormant := timedAgainst(tp.dormant, tp.base, status)
+	control := timedAgainst(tp.control, tp.base, status)
+	byKernel := map[string]*attach.KernelLatency{}
 	for i := range lat {
 		byKernel[lat[i].Mangled] = &lat[i]
 	}
-	for i := range dormant {
-		if dormant[i].Uninstrumented != nil {
-			dormantOf[dormant[i].Mangled] = &dormant[i]
-		}
-	}
+	dormantOf, controlOf := pairedByKernel(dormant), pairedByKernel(control)
 	for i := range meta.Launches {
 		lm := &meta.Launches[i]
-		if k := byKernel[lm.Mangled]; k != nil {
-			lm.Latency = k.Latency()
+		k := byKernel[lm.Mangled]
+		if k == nil {
+			continue
 		}
+		lm.Latency = k.Latency()
 		if d := dormantOf[lm.Mangled]; d != nil && lm.Latency != nil {
 			lm.Latency.Dormant, lm.Latency.DormantRatio, lm.Latency.DormantPairedRatio = &d.Instrumented, d.Ratio, d.PairedRatio
+		}
+		if c := controlOf[lm.Mangled]; c != nil && lm.Latency != nil {
+			lm.Latency.Control, lm.Latency.ControlRatio, lm.Latency.ControlPairedRatio = &c.Instrumented, c.Ratio, c.PairedRatio
 		}
 	}
 	capPath := filepath.Join(dir, captureFile)
@@ -422,7 +443,7 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 	}
 	lj := appLatencyJSON{
 		Source: "application", Program: argv, Baseline: baseArgs, Process: meta.Process, Device: meta.Device,
-		Serialized: true, Boundary: attach.Boundary, Kernels: lat, Dormant: dormant,
+		Serialized: true, Boundary: attach.Boundary, Kernels: lat, Dormant: dormant, Control: control,
 	}
 	b, err := json.MarshalIndent(lj, "", "  ")
 	if err != nil {
@@ -477,7 +498,8 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 		}
 	}
 	writeAppLatency(w, lat)
-	writeAppDormant(w, dormant)
+	writeAppTimed(w, "untraced (the build with tracing, iket not tracing these launches) against the baseline", "untraced p50 us", dormant)
+	writeAppTimed(w, "control (the baseline program again) against the baseline: two runs of one build differ by this much here", "again p50 us", control)
 	fmt.Fprintf(w, "\nwrote %s, %s, %s, %s\n", capPath, pf, filepath.Join(dir, reportFile), filepath.Join(dir, latencyFile))
 	return nil
 }
@@ -531,14 +553,41 @@ func writeUnpaired(w io.Writer, k attach.KernelLatency) {
 	}
 }
 
-// writeAppDormant prints --dormant's comparison: the program's launches
-// timed untraced against the baseline's.
-func writeAppDormant(w io.Writer, lat []attach.KernelLatency) {
+// timedAgainst pairs p's timed launches of the capture's kernels and
+// occurrences (those in status) with base's: nil without either.
+func timedAgainst(p, base *attach.Process, status map[launchKey]string) []attach.KernelLatency {
+	if p == nil || base == nil {
+		return nil
+	}
+	var ls []*attach.Launch
+	for _, l := range p.Launches {
+		if _, ok := status[launchKey{l.Info.Kernel, l.Info.Occurrence}]; ok {
+			ls = append(ls, l)
+		}
+	}
+	return attach.CompareTimed(&attach.Process{Hello: p.Hello, Launches: ls}, base)
+}
+
+// pairedByKernel indexes lat's kernels that have a baseline by mangled name.
+func pairedByKernel(lat []attach.KernelLatency) map[string]*attach.KernelLatency {
+	m := map[string]*attach.KernelLatency{}
+	for i := range lat {
+		if lat[i].Uninstrumented != nil {
+			m[lat[i].Mangled] = &lat[i]
+		}
+	}
+	return m
+}
+
+// writeAppTimed prints a comparison of launches timed untraced against the
+// baseline's (--dormant's, --control's): the table title and the name of
+// its first time column.
+func writeAppTimed(w io.Writer, title, column string, lat []attach.KernelLatency) {
 	if len(lat) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nuntraced (the build with tracing, iket not tracing these launches) against the baseline\n")
-	fmt.Fprintf(w, "%-40s %7s %15s %16s %7s %7s\n", "kernel", "launches", "untraced p50 us", "baseline p50 us", "ratio", "paired")
+	fmt.Fprintf(w, "\n%s\n", title)
+	fmt.Fprintf(w, "%-40s %7s %15s %16s %7s %7s\n", "kernel", "launches", column, "baseline p50 us", "ratio", "paired")
 	sort.SliceStable(lat, func(i, j int) bool { return lat[i].Kernel < lat[j].Kernel })
 	for _, k := range lat {
 		// The resources and their warnings are the traced table's.

@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/iket-trace/iket/attach"
 	"github.com/iket-trace/iket/iket"
 	"github.com/iket-trace/iket/internal/fakecuda"
 	"github.com/iket-trace/iket/trace"
@@ -61,6 +63,7 @@ func TestRunApp(t *testing.T) {
 		pairs    int      // latency.json: pairs of the first kernel (-1: no file)
 		baseline bool     // latency.json has the baseline's times
 		dormant  int      // latency.json: untraced pairs of the first kernel (--dormant)
+		control  int      // latency.json: the baseline's second run's pairs (--control)
 	}{
 		{name: "first launch", code: 0, pairs: 1,
 			args:  func(o string) []string { return []string{"run", "-o", o, "--", app, "--launches", "3"} },
@@ -75,6 +78,16 @@ func TestRunApp(t *testing.T) {
 			}, files: []string{"trace.iket", "latency.json"}, stderr: "untraced (the build with tracing, iket not tracing these launches) against the baseline"},
 		{name: "--dormant without a baseline", code: 2, pairs: -1, stderr: "--dormant needs --baseline",
 			args: func(o string) []string { return []string{"run", "-o", o, "--dormant", "--", app} }},
+		{name: "the baseline again (the control)", code: 0, pairs: 3, baseline: true, control: 3,
+			args: func(o string) []string {
+				return []string{"run", "-o", o, "--launch", "0-2", "--baseline", app + " --uninstrumented --launches 3", "--control", "--", app, "--launches", "3"}
+			}, files: []string{"trace.iket", "latency.json"}, stderr: "control (the baseline program again) against the baseline"},
+		{name: "both untraced runs", code: 0, pairs: 2, baseline: true, dormant: 2, control: 2,
+			args: func(o string) []string {
+				return []string{"run", "-o", o, "--launch", "1-2", "--baseline", app + " --uninstrumented --launches 3", "--dormant", "--control", "--", app, "--launches", "3"}
+			}, files: []string{"trace.iket", "latency.json"}, stderr: "running the baseline again (the control)"},
+		{name: "--control without a baseline", code: 2, pairs: -1, stderr: "--control needs --baseline",
+			args: func(o string) []string { return []string{"run", "-o", o, "--control", "--", app} }},
 		{name: "a flag of run -- CMD given to run KERNEL", code: 2, pairs: -1, stderr: "--baseline is for run -- CMD",
 			args: func(o string) []string { return []string{"run", "-o", o, "--baseline", app, "warp_roles"} }},
 		{name: "records kept in the L2", code: 0, pairs: 1, stderr: "records kept in the L2 (a persisting window over the buffers, 0.3 MiB set aside)",
@@ -142,6 +155,25 @@ func TestRunApp(t *testing.T) {
 			case tt.dormant > 0 && (len(lj.Dormant) != 1 || len(lj.Dormant[0].Pairs) != tt.dormant || lj.Dormant[0].Uninstrumented == nil || lj.Dormant[0].PairedRatio <= 0 || lj.Dormant[0].Kernel != lj.Kernels[0].Kernel):
 				t.Errorf("latency.json dormant %+v, want the traced kernel with %d pairs against the baseline", lj.Dormant, tt.dormant)
 			}
+			switch {
+			case tt.control == 0 && len(lj.Control) != 0:
+				t.Errorf("latency.json control %+v, want none without --control", lj.Control)
+			case tt.control > 0 && (len(lj.Control) != 1 || len(lj.Control[0].Pairs) != tt.control || lj.Control[0].Uninstrumented == nil || lj.Control[0].PairedRatio <= 0 || lj.Control[0].Kernel != lj.Kernels[0].Kernel):
+				t.Errorf("latency.json control %+v, want the traced kernel with %d pairs against the baseline", lj.Control, tt.control)
+			}
+			if tt.control > 0 {
+				c, err := trace.Open(filepath.Join(out, captureFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if l := c.Meta.Launches[0].Latency; l == nil || l.Control == nil || len(l.Control.RoundsUS) != tt.control || l.ControlPairedRatio <= 0 {
+					t.Errorf("capture's launch 0 latency %+v, want %d control rounds and their paired ratio", l, tt.control)
+				}
+				if code, stdout, se := runCLI(t, "stats", filepath.Join(out, captureFile)); code != 0 || !strings.Contains(stdout, "control (the uninstrumented binary again)") {
+					t.Errorf("stats: exit %d, want the control's line: %s%s", code, stdout, se)
+				}
+			}
 			if tt.dormant > 0 {
 				// The capture's launches carry it too, for the report.
 				c, err := trace.Open(filepath.Join(out, captureFile))
@@ -180,6 +212,49 @@ func TestRunAppProcesses(t *testing.T) {
 	dirs, _ := filepath.Glob(filepath.Join(out, "pid*-gpu0", captureFile))
 	if len(dirs) != 2 {
 		t.Errorf("captures %v, want one per process", dirs)
+	}
+}
+
+// TestTimedAgainst: an untraced run's launches of the capture's kernels and
+// occurrences alone, paired with the baseline's by occurrence.
+func TestTimedAgainst(t *testing.T) {
+	timed := func(kernel string, occ uint64, ms float64) *attach.Launch {
+		return &attach.Launch{Kernel: kernel, Info: attach.LaunchInfo{Kernel: kernel, Occurrence: occ, Status: "ok", ElapsedMS: &ms}}
+	}
+	base := &attach.Process{Launches: []*attach.Launch{timed("k", 1, 0.010), timed("k", 2, 0.020), timed("j", 1, 0.040)}}
+	again := &attach.Process{Launches: []*attach.Launch{
+		timed("k", 1, 0.011), timed("k", 2, 0.022),
+		timed("k", 3, 0.500), // an occurrence the capture did not trace
+		timed("j", 1, 0.080), // a kernel it did not trace
+	}}
+	in := map[launchKey]string{{"k", 1}: "ok", {"k", 2}: "ok", {"k", 3}: "ok"}
+	for _, tt := range []struct {
+		name      string
+		p, base   *attach.Process
+		wantPairs int
+		want      float64 // paired ratio
+	}{
+		{"the second run against the first", again, base, 2, 1.1},
+		{"no untraced run", nil, base, 0, 0},
+		{"no baseline", again, nil, 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := timedAgainst(tt.p, tt.base, in)
+			if tt.wantPairs == 0 {
+				if got != nil {
+					t.Fatalf("got %+v, want nil", got)
+				}
+				return
+			}
+			// k's occurrence 3 has no baseline launch: unpaired, not a pair.
+			if len(got) != 1 || got[0].Mangled != "k" || len(got[0].Pairs) != tt.wantPairs || got[0].Uninstrumented == nil ||
+				math.Abs(got[0].PairedRatio-tt.want) > 1e-6 {
+				t.Fatalf("got %+v, want kernel k with %d pairs at %v", got, tt.wantPairs, tt.want)
+			}
+			if m := pairedByKernel(got); m["k"] != &got[0] || len(m) != 1 {
+				t.Errorf("pairedByKernel: %v", m)
+			}
+		})
 	}
 }
 
