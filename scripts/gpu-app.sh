@@ -75,9 +75,10 @@ step baseline bash -c "$IKET run -o $R/baseline --kernel pipeline --launch 0-4 -
 # attached: the buffers' cost alone, without the dormant build's.
 step baseline-dormant bash -c "$IKET run -o $R/basedormant --kernel pipeline --launch 0-4 --baseline '$W/app' -- $W/app"
 # --dormant: the same launches of the instrumented build timed untraced too,
-# against the plain build: what leaving tracing compiled in costs.
-step dormant bash -c "$IKET run -o $R/dormant --kernel pipeline --launch 0-4 --baseline '$W/app_plain' --dormant -- $W/app &&
-  grep -q '\"dormant\"' $R/dormant/latency.json"
+# against the plain build: what leaving tracing compiled in costs; --control:
+# the plain build run again, against its first run: the noise of the ratios.
+step dormant bash -c "$IKET run -o $R/dormant --kernel pipeline --launch 0-4 --baseline '$W/app_plain' --dormant --control -- $W/app &&
+  grep -q '\"dormant\"' $R/dormant/latency.json && grep -q '\"control\"' $R/dormant/latency.json"
 step kernel-demangled bash -c "$IKET run -o $R/demangled --kernel 'app::pipeline<4, 2>' -- $W/app &&
   $IKET stats $R/demangled/trace.iket | grep -q compute"
 step kernel-second bash -c "$IKET run -o $R/second --kernel '^scale_kernel' -- $W/app && $IKET stats $R/second/trace.iket | grep -q scale"
@@ -135,10 +136,10 @@ for k in d["kernels"]:
     u=k.get("uninstrumented") or {}
     print("%-28s traced p50 %8.2f us  baseline p50 %8.2f us  ratio %.4f  paired %.4f  (%d pairs)" % (k["kernel"][:28], k["instrumented"]["median_us"], u.get("median_us",0), k.get("ratio",0), k.get("paired_ratio",0), len(k["pairs"])))
 ' "$R/$run/latency.json" | sed "s/^/$run: /" | tee -a "$R/summary.txt"; done
-[ -f "$R/dormant/latency.json" ] && python3 -c '
+for key in dormant control; do [ -f "$R/dormant/latency.json" ] && python3 -c '
 import json,sys
-for k in json.load(open(sys.argv[1])).get("dormant") or []:
+for k in json.load(open(sys.argv[1])).get(sys.argv[2]) or []:
     u=k.get("uninstrumented") or {}
-    print("%-28s untraced p50 %8.2f us  baseline p50 %8.2f us  ratio %.4f  paired %.4f  (%d pairs)" % (k["kernel"][:28], k["instrumented"]["median_us"], u.get("median_us",0), k.get("ratio",0), k.get("paired_ratio",0), len(k["pairs"])))
-' "$R/dormant/latency.json" | sed "s/^/dormant: /" | tee -a "$R/summary.txt"
+    print("%-28s %s p50 %8.2f us  baseline p50 %8.2f us  ratio %.4f  paired %.4f  (%d pairs)" % (k["kernel"][:28], {"dormant": "untraced", "control": "again"}[sys.argv[2]], k["instrumented"]["median_us"], u.get("median_us",0), k.get("ratio",0), k.get("paired_ratio",0), len(k["pairs"])))
+' "$R/dormant/latency.json" "$key" | sed "s/^/$key: /" | tee -a "$R/summary.txt"; done
 exit $failed
