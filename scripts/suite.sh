@@ -18,8 +18,10 @@
 # back-to-back launches, default 7 and 200) for the plain build, the plain
 # build again (the control) and the instrumented build run without iket
 # (dormant), alternating, medians; then `iket run --launch 1-10 --baseline
-# plain` (ten traced launches paired with the plain build's: ratio of
-# medians and paired ratio) and whether the capture validates strictly.
+# plain --control` (ten traced launches paired with the plain build's: ratio
+# of medians and paired ratio; the plain build's second run paired with its
+# first, the noise of that pairing) and whether the capture validates
+# strictly.
 # ring runs twice: as written, and with its producer's lane 0 alone waiting
 # (--lane0-wait). The event's latency and throughput come from overhead.sh's
 # run in $OVERHEAD_WORK; after them, each row's perturbation as its iket run
@@ -42,12 +44,13 @@ rows=()
 ran=() # the names of the iket runs made, for their perturbation lines
 failed=0
 # latency DIR: the traced and baseline medians, ratio and paired ratio of
-# the iket run in DIR, or dashes and status 1 when it has none.
+# the iket run in DIR and its control's paired ratio, or dashes and status 1
+# when it has none.
 latency() {
   python3 -c 'import json,sys
-k=json.load(open(sys.argv[1]))["kernels"][0]; u=k.get("uninstrumented") or {}
-print("%9.2f %9.2f %7.4f %7.4f" % (k["instrumented"]["median_us"], u.get("median_us", 0), k.get("ratio", 0), k.get("paired_ratio", 0)))' "$1/latency.json" 2>/dev/null && return
-  echo "        -         -       -       -"
+d=json.load(open(sys.argv[1])); k=d["kernels"][0]; u=k.get("uninstrumented") or {}; c=(d.get("control") or [{}])[0]
+print("%9.2f %9.2f %7.4f %7.4f %7.4f" % (k["instrumented"]["median_us"], u.get("median_us", 0), k.get("ratio", 0), k.get("paired_ratio", 0), c.get("paired_ratio", 0)))' "$1/latency.json" 2>/dev/null && return
+  echo "        -         -       -       -       -"
   return 1
 }
 
@@ -64,7 +67,7 @@ row() {
   p=$(median < "$W/$name.p") c=$(median < "$W/$name.c") d=$(median < "$W/$name.d")
   rm -rf "$W/run-$name"
   ran+=("$name")
-  "$IKET" run -o "$W/run-$name" --kernel "$re" --launch 1-10 --baseline "$plain $* --launches 11" -- "$inst" "$@" --launches 11 > "$W/run-$name.log" 2>&1
+  "$IKET" run -o "$W/run-$name" --kernel "$re" --launch 1-10 --baseline "$plain $* --launches 11" --control -- "$inst" "$@" --launches 11 > "$W/run-$name.log" 2>&1
   local lat
   lat=$(latency "$W/run-$name") || failed=1
   local valid=strict
@@ -108,7 +111,7 @@ if [ -x "$OW/modules/bench" ]; then
     [ -f "$m/${k}_on.cubin" ] || continue
     rm -rf "$W/run-$n"
     ran+=("hopper_$n")
-    "$IKET" run -o "$W/run-$n" --kernel "^$k\$" --launch 1-10 \
+    "$IKET" run -o "$W/run-$n" --kernel "^$k\$" --launch 1-10 --control \
       --baseline "$OW/modules/bench run --kernel $k --modules $m --build off --launches 11" \
       -- "$OW/modules/bench" run --kernel "$k" --modules "$m" --build on --launches 11 > "$W/run-$n.log" 2>&1
     lat=$(latency "$W/run-$n") || failed=1
@@ -119,7 +122,7 @@ else
 fi
 {
   echo
-  echo "kernel          plain_us control dormant  traced_us  base_us   ratio  paired  validate"
+  echo "kernel          plain_us control dormant  traced_us  base_us   ratio  paired ctl_run  validate"
   printf '%s\n' ${rows[@]+"${rows[@]}"}
   for c in latency throughput; do
     [ -f "$OW/eventcost-$c.txt" ] && cat "$OW/eventcost-$c.txt"
