@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -422,11 +423,16 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 			continue
 		}
 		lm.Latency = k.Latency()
-		if d := dormantOf[lm.Mangled]; d != nil && lm.Latency != nil {
-			lm.Latency.Dormant, lm.Latency.DormantRatio, lm.Latency.DormantPairedRatio = &d.Instrumented, d.Ratio, d.PairedRatio
+		if lm.Latency == nil {
+			continue
 		}
-		if c := controlOf[lm.Mangled]; c != nil && lm.Latency != nil {
+		if d := dormantOf[lm.Mangled]; d != nil {
+			lm.Latency.Dormant, lm.Latency.DormantRatio, lm.Latency.DormantPairedRatio = &d.Instrumented, d.Ratio, d.PairedRatio
+			lm.Latency.Settings.Order += ", then the program untraced"
+		}
+		if c := controlOf[lm.Mangled]; c != nil {
 			lm.Latency.Control, lm.Latency.ControlRatio, lm.Latency.ControlPairedRatio = &c.Instrumented, c.Ratio, c.PairedRatio
+			lm.Latency.Settings.Order += ", then the baseline program again"
 		}
 	}
 	capPath := filepath.Join(dir, captureFile)
@@ -500,6 +506,7 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 	writeAppLatency(w, lat)
 	writeAppTimed(w, "untraced (the build with tracing, iket not tracing these launches) against the baseline", "untraced p50 us", dormant)
 	writeAppTimed(w, "control (the baseline program again) against the baseline: two runs of one build differ by this much here", "again p50 us", control)
+	writeWithinNoise(w, lat, controlOf)
 	fmt.Fprintf(w, "\nwrote %s, %s, %s, %s\n", capPath, pf, filepath.Join(dir, reportFile), filepath.Join(dir, latencyFile))
 	return nil
 }
@@ -593,6 +600,20 @@ func writeAppTimed(w io.Writer, title, column string, lat []attach.KernelLatency
 		// The resources and their warnings are the traced table's.
 		writeLatencyRow(w, k)
 		writeUnpaired(w, k)
+	}
+}
+
+// writeWithinNoise names each kernel whose traced paired ratio is no
+// farther from 1 than its control's: a difference this run cannot tell
+// from two runs of one build.
+func writeWithinNoise(w io.Writer, lat []attach.KernelLatency, controlOf map[string]*attach.KernelLatency) {
+	for _, k := range lat {
+		c := controlOf[k.Mangled]
+		if c == nil || k.Uninstrumented == nil || math.Abs(k.PairedRatio-1) > math.Abs(c.PairedRatio-1) {
+			continue
+		}
+		fmt.Fprintf(w, "iket: %s: the traced paired ratio %.4f is no farther from 1 than the control's %.4f: within this run's noise; trace more launches (--launch) for a tighter figure\n",
+			safeText(k.Kernel), k.PairedRatio, c.PairedRatio)
 	}
 }
 

@@ -81,7 +81,7 @@ func TestRunApp(t *testing.T) {
 		{name: "the baseline again (the control)", code: 0, pairs: 3, baseline: true, control: 3,
 			args: func(o string) []string {
 				return []string{"run", "-o", o, "--launch", "0-2", "--baseline", app + " --uninstrumented --launches 3", "--control", "--", app, "--launches", "3"}
-			}, files: []string{"trace.iket", "latency.json"}, stderr: "control (the baseline program again) against the baseline"},
+			}, files: []string{"trace.iket", "latency.json"}, stderr: "is no farther from 1 than the control's 1.0000: within this run's noise"},
 		{name: "both untraced runs", code: 0, pairs: 2, baseline: true, dormant: 2, control: 2,
 			args: func(o string) []string {
 				return []string{"run", "-o", o, "--launch", "1-2", "--baseline", app + " --uninstrumented --launches 3", "--dormant", "--control", "--", app, "--launches", "3"}
@@ -167,8 +167,9 @@ func TestRunApp(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer c.Close()
-				if l := c.Meta.Launches[0].Latency; l == nil || l.Control == nil || len(l.Control.RoundsUS) != tt.control || l.ControlPairedRatio <= 0 {
-					t.Errorf("capture's launch 0 latency %+v, want %d control rounds and their paired ratio", l, tt.control)
+				if l := c.Meta.Launches[0].Latency; l == nil || l.Control == nil || len(l.Control.RoundsUS) != tt.control || l.ControlPairedRatio <= 0 ||
+					!strings.HasSuffix(l.Settings.Order, ", then the baseline program again") {
+					t.Errorf("capture's launch 0 latency %+v, want %d control rounds, their paired ratio and the runs' order", l, tt.control)
 				}
 				if code, stdout, se := runCLI(t, "stats", filepath.Join(out, captureFile)); code != 0 || !strings.Contains(stdout, "control (the uninstrumented binary again)") {
 					t.Errorf("stats: exit %d, want the control's line: %s%s", code, stdout, se)
@@ -181,7 +182,8 @@ func TestRunApp(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer c.Close()
-				if l := c.Meta.Launches[0].Latency; l == nil || l.Dormant == nil || len(l.Dormant.RoundsUS) != tt.dormant || l.DormantPairedRatio <= 0 {
+				if l := c.Meta.Launches[0].Latency; l == nil || l.Dormant == nil || len(l.Dormant.RoundsUS) != tt.dormant || l.DormantPairedRatio <= 0 ||
+					!strings.Contains(l.Settings.Order, "the baseline program, then the program untraced") {
 					t.Errorf("capture's launch 0 latency %+v, want %d untraced rounds and their paired ratio", l, tt.dormant)
 				}
 				// iket check reads it: a bound nothing can fail passes, one
@@ -253,6 +255,39 @@ func TestTimedAgainst(t *testing.T) {
 			}
 			if m := pairedByKernel(got); m["k"] != &got[0] || len(m) != 1 {
 				t.Errorf("pairedByKernel: %v", m)
+			}
+		})
+	}
+}
+
+// TestWriteWithinNoise: a note for a traced ratio no farther from 1 than
+// its control's, none otherwise.
+func TestWriteWithinNoise(t *testing.T) {
+	base := trace.Samples{MedianUS: 10}
+	k := func(paired float64) attach.KernelLatency {
+		return attach.KernelLatency{Kernel: "k", Mangled: "k", Uninstrumented: &base, PairedRatio: paired}
+	}
+	for _, tt := range []struct {
+		name            string
+		traced, control float64 // paired ratios; control 0: none
+		want            bool
+	}{
+		{"within", 1.02, 1.03, true},
+		{"within, below 1", 0.98, 1.03, true},
+		{"beyond", 1.05, 1.03, false},
+		{"beyond, below 1", 0.96, 0.97, false},
+		{"no control", 1.00, 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctl := map[string]*attach.KernelLatency{}
+			if tt.control != 0 {
+				c := k(tt.control)
+				ctl["k"] = &c
+			}
+			var b strings.Builder
+			writeWithinNoise(&b, []attach.KernelLatency{k(tt.traced)}, ctl)
+			if got := strings.Contains(b.String(), "within this run's noise"); got != tt.want {
+				t.Errorf("note %q, want one: %v", b.String(), tt.want)
 			}
 		})
 	}
