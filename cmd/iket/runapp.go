@@ -189,9 +189,10 @@ type appRuns struct{ traced, base, dormant, control *attach.Result }
 // timedProcs are one traced process's counterparts in the timed runs.
 type timedProcs struct{ base, dormant, control *attach.Process }
 
-// timedRun matches r's processes (a run in timing mode: the baseline, or
-// the program untraced) to the traced run's, and lists its errors: each
-// process's error notes (who names it) and a non-zero exit (what).
+// timedRun matches r's processes (a run in timing mode: the baseline, the
+// program untraced or the baseline again) to the traced run's, and lists
+// its errors: each process's error notes (who names it) and a non-zero
+// exit (what).
 func timedRun(res, r *attach.Result, who, what string) (map[*attach.Process]*attach.Process, []string) {
 	if r == nil {
 		return nil, nil
@@ -506,7 +507,7 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 	writeAppLatency(w, lat)
 	writeAppTimed(w, "untraced (the build with tracing, iket not tracing these launches) against the baseline", "untraced p50 us", dormant)
 	writeAppTimed(w, "control (the baseline program again) against the baseline: two runs of one build differ by this much here", "again p50 us", control)
-	writeWithinNoise(w, lat, controlOf)
+	writeWithinNoise(w, lat, control)
 	fmt.Fprintf(w, "\nwrote %s, %s, %s, %s\n", capPath, pf, filepath.Join(dir, reportFile), filepath.Join(dir, latencyFile))
 	return nil
 }
@@ -606,7 +607,8 @@ func writeAppTimed(w io.Writer, title, column string, lat []attach.KernelLatency
 // writeWithinNoise names each kernel whose traced paired ratio is no
 // farther from 1 than its control's: a difference this run cannot tell
 // from two runs of one build.
-func writeWithinNoise(w io.Writer, lat []attach.KernelLatency, controlOf map[string]*attach.KernelLatency) {
+func writeWithinNoise(w io.Writer, lat, control []attach.KernelLatency) {
+	controlOf := pairedByKernel(control)
 	for _, k := range lat {
 		c := controlOf[k.Mangled]
 		if c == nil || k.Uninstrumented == nil || math.Abs(k.PairedRatio-1) > math.Abs(c.PairedRatio-1) {

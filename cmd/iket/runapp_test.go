@@ -279,10 +279,10 @@ func TestWriteWithinNoise(t *testing.T) {
 		{"no control", 1.00, 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctl := map[string]*attach.KernelLatency{}
+			var ctl []attach.KernelLatency
 			if tt.control != 0 {
-				c := k(tt.control)
-				ctl["k"] = &c
+				// Another kernel's control first: the note reads k's own.
+				ctl = []attach.KernelLatency{{Kernel: "j", Mangled: "j", Uninstrumented: &base, PairedRatio: 1.5}, k(tt.control)}
 			}
 			var b strings.Builder
 			writeWithinNoise(&b, []attach.KernelLatency{k(tt.traced)}, ctl)
