@@ -149,43 +149,34 @@ func TestRunApp(t *testing.T) {
 			if k := lj.Kernels[0]; (k.Uninstrumented != nil) != tt.baseline || (tt.baseline && k.PairedRatio <= 0) {
 				t.Errorf("latency.json baseline %+v, paired %v; want baseline %v", k.Uninstrumented, k.PairedRatio, tt.baseline)
 			}
-			switch {
-			case tt.dormant == 0 && len(lj.Dormant) != 0:
-				t.Errorf("latency.json dormant %+v, want none without --dormant", lj.Dormant)
-			case tt.dormant > 0 && (len(lj.Dormant) != 1 || len(lj.Dormant[0].Pairs) != tt.dormant || lj.Dormant[0].Uninstrumented == nil || lj.Dormant[0].PairedRatio <= 0 || lj.Dormant[0].Kernel != lj.Kernels[0].Kernel):
-				t.Errorf("latency.json dormant %+v, want the traced kernel with %d pairs against the baseline", lj.Dormant, tt.dormant)
-			}
-			switch {
-			case tt.control == 0 && len(lj.Control) != 0:
-				t.Errorf("latency.json control %+v, want none without --control", lj.Control)
-			case tt.control > 0 && (len(lj.Control) != 1 || len(lj.Control[0].Pairs) != tt.control || lj.Control[0].Uninstrumented == nil || lj.Control[0].PairedRatio <= 0 || lj.Control[0].Kernel != lj.Kernels[0].Kernel):
-				t.Errorf("latency.json control %+v, want the traced kernel with %d pairs against the baseline", lj.Control, tt.control)
-			}
-			if tt.control > 0 {
+			checkTimedList(t, "dormant", lj.Dormant, tt.dormant, lj.Kernels[0].Kernel)
+			checkTimedList(t, "control", lj.Control, tt.control, lj.Kernels[0].Kernel)
+			if tt.dormant > 0 || tt.control > 0 {
+				// The capture's launches carry them too, for the report.
 				c, err := trace.Open(filepath.Join(out, captureFile))
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer c.Close()
-				if l := c.Meta.Launches[0].Latency; l == nil || l.Control == nil || len(l.Control.RoundsUS) != tt.control || l.ControlPairedRatio <= 0 ||
-					!strings.HasSuffix(l.Settings.Order, ", then the baseline program again") {
+				l := c.Meta.Launches[0].Latency
+				if l == nil {
+					t.Fatal("capture's launch 0 has no latency")
+				}
+				if tt.dormant > 0 && (l.Dormant == nil || len(l.Dormant.RoundsUS) != tt.dormant || l.DormantPairedRatio <= 0 ||
+					!strings.Contains(l.Settings.Order, "the baseline program, then the program untraced")) {
+					t.Errorf("capture's launch 0 latency %+v, want %d untraced rounds, their paired ratio and the runs' order", l, tt.dormant)
+				}
+				if tt.control > 0 && (l.Control == nil || len(l.Control.RoundsUS) != tt.control || l.ControlPairedRatio <= 0 ||
+					!strings.HasSuffix(l.Settings.Order, ", then the baseline program again")) {
 					t.Errorf("capture's launch 0 latency %+v, want %d control rounds, their paired ratio and the runs' order", l, tt.control)
 				}
+			}
+			if tt.control > 0 {
 				if code, stdout, se := runCLI(t, "stats", filepath.Join(out, captureFile)); code != 0 || !strings.Contains(stdout, "control (the uninstrumented binary again)") {
 					t.Errorf("stats: exit %d, want the control's line: %s%s", code, stdout, se)
 				}
 			}
 			if tt.dormant > 0 {
-				// The capture's launches carry it too, for the report.
-				c, err := trace.Open(filepath.Join(out, captureFile))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				if l := c.Meta.Launches[0].Latency; l == nil || l.Dormant == nil || len(l.Dormant.RoundsUS) != tt.dormant || l.DormantPairedRatio <= 0 ||
-					!strings.Contains(l.Settings.Order, "the baseline program, then the program untraced") {
-					t.Errorf("capture's launch 0 latency %+v, want %d untraced rounds and their paired ratio", l, tt.dormant)
-				}
 				// iket check reads it: a bound nothing can fail passes, one
 				// nothing can meet fails.
 				if code, stdout, se := runCLI(t, "check", filepath.Join(out, captureFile), "--launch", "0", "--expect", "dormant_ratio <= 1000"); code != 0 {
@@ -214,6 +205,19 @@ func TestRunAppProcesses(t *testing.T) {
 	dirs, _ := filepath.Glob(filepath.Join(out, "pid*-gpu0", captureFile))
 	if len(dirs) != 2 {
 		t.Errorf("captures %v, want one per process", dirs)
+	}
+}
+
+// checkTimedList checks latency.json's list of untraced launches (key
+// "dormant" or "control"): none when want is 0, else the traced kernel with
+// want pairs against the baseline.
+func checkTimedList(t *testing.T, key string, got []attach.KernelLatency, want int, kernel string) {
+	t.Helper()
+	switch {
+	case want == 0 && len(got) != 0:
+		t.Errorf("latency.json %s %+v, want none without --%s", key, got, key)
+	case want > 0 && (len(got) != 1 || len(got[0].Pairs) != want || got[0].Uninstrumented == nil || got[0].PairedRatio <= 0 || got[0].Kernel != kernel):
+		t.Errorf("latency.json %s %+v, want the traced kernel with %d pairs against the baseline", key, got, want)
 	}
 }
 
