@@ -17,6 +17,7 @@
 //	before(producer_load, consumer_compute)     payload-matched order
 //	latency_ratio <= 1.05                       instrumented / uninstrumented
 //	dormant_ratio <= 1.01                       the same, instrumented build not traced
+//	control_ratio <= 1.01                       uninstrumented build again: the noise
 //	p99(lag(producer:load, consumer:compute)) <= 2us   stage s's load end to its compute start
 //	bubble(consumer:compute, producer:wait) <= 0.1     producer waits, no consumer computes
 //	p50(consumer:compute) <= 1.05 * baseline    relative to a baseline capture

@@ -35,8 +35,8 @@ type Result struct {
 // measure their bound on baseline, which may be nil when there are none. A
 // rule that cannot be evaluated (an unknown range or role, a range that
 // never ran, no latency measurement, no analyzer, no baseline) fails with
-// a message saying why. in may be nil: then only strict, latency_ratio and
-// dormant_ratio can pass.
+// a message saying why. in may be nil: then only strict, latency_ratio,
+// dormant_ratio and control_ratio can pass.
 func Evaluate(rules []Rule, in, baseline *trace.Analysis) []Result {
 	if in == nil {
 		in = &trace.Analysis{}
@@ -91,7 +91,7 @@ func (res *Result) fail(format string, a ...any) {
 
 func eval(res *Result, in *trace.Analysis) {
 	r := &res.Rule
-	if in.Analyzer == nil && r.Kind != KindStrict && r.Kind != KindLatencyRatio && r.Kind != KindDormantRatio {
+	if in.Analyzer == nil && r.Kind != KindStrict && r.Kind != KindLatencyRatio && r.Kind != KindDormantRatio && r.Kind != KindControlRatio {
 		res.fail("no analysis to check %s against", r.Func)
 		return
 	}
@@ -108,7 +108,7 @@ func eval(res *Result, in *trace.Analysis) {
 		evalCount(res, in)
 	case KindBefore:
 		evalBefore(res, in)
-	case KindLatencyRatio, KindDormantRatio:
+	case KindLatencyRatio, KindDormantRatio, KindControlRatio:
 		evalLatency(res, in)
 	case KindLag:
 		evalLag(res, in)
@@ -374,8 +374,8 @@ func evalBubble(res *Result, in *trace.Analysis) {
 // a latency measurement.
 var ErrNoLatency = errors.New("the capture has no latency measurement (iket run times the instrumented and uninstrumented builds and stores it)")
 
-// evalLatency: latency_ratio and dormant_ratio, a timed build's median over
-// the uninstrumented build's.
+// evalLatency: latency_ratio, dormant_ratio and control_ratio, a timed
+// build's median over the uninstrumented build's.
 func evalLatency(res *Result, in *trace.Analysis) {
 	var l *trace.Latency
 	if in.Meta != nil {
@@ -386,7 +386,8 @@ func evalLatency(res *Result, in *trace.Analysis) {
 		return
 	}
 	build, s, ratio, n, of := "instrumented", &l.Instrumented, l.Ratio, len(l.Uninstrumented.RoundsUS), "rounds"
-	if res.Rule.Kind == KindDormantRatio {
+	switch res.Rule.Kind {
+	case KindDormantRatio:
 		// dormant_ratio: the instrumented build timed untraced (iket run
 		// --dormant), its launches paired with the uninstrumented ones.
 		if l.Dormant == nil {
@@ -394,12 +395,24 @@ func evalLatency(res *Result, in *trace.Analysis) {
 			return
 		}
 		build, s, ratio, n, of = "instrumented, not traced", l.Dormant, l.DormantRatio, len(l.Dormant.RoundsUS), "launches"
+	case KindControlRatio:
+		// control_ratio: the uninstrumented build again (iket run KERNEL's
+		// control, iket run -- CMD --control): this timing's noise.
+		if l.Control == nil {
+			res.fail("%v", ErrNoControl)
+			return
+		}
+		build, s, ratio, n = "uninstrumented again", l.Control, l.ControlRatio, len(l.Control.RoundsUS)
 	}
 	res.Value = ratio
 	res.compare()
 	res.Message = fmt.Sprintf("%s %.3f us / uninstrumented %.3f us (medians of %d %s) = %.4f",
 		build, s.MedianUS, l.Uninstrumented.MedianUS, n, of, ratio)
 }
+
+// ErrNoControl is the reason a control_ratio rule fails on a capture
+// without a control's times.
+var ErrNoControl = errors.New("the capture has no control times (iket run KERNEL times a control unless --no-control; iket run -- CMD --baseline PLAIN --control)")
 
 // ErrNoDormant is the reason a dormant_ratio rule fails on a capture
 // without the instrumented build's untraced times.

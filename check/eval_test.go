@@ -103,7 +103,8 @@ func TestEvaluate(t *testing.T) {
 		Uninstrumented: trace.Samples{MedianUS: 10, RoundsUS: []float64{10, 10}}, Instrumented: trace.Samples{MedianUS: 10.5}}
 	withDormant := withLatency
 	withDormant.Latency = &trace.Latency{Ratio: 1.05, Uninstrumented: withLatency.Latency.Uninstrumented, Instrumented: withLatency.Latency.Instrumented,
-		Dormant: &trace.Samples{MedianUS: 10.2, RoundsUS: []float64{10.1, 10.3}}, DormantRatio: 1.02}
+		Dormant: &trace.Samples{MedianUS: 10.2, RoundsUS: []float64{10.1, 10.3}}, DormantRatio: 1.02,
+		Control: &trace.Samples{MedianUS: 9.9, RoundsUS: []float64{9.8, 10.0}}, ControlRatio: 0.99}
 	pipe := &trace.Analysis{Meta: meta, Analyzer: analyzer(t, meta, pipeline()...)}
 	ord := &trace.Analysis{Meta: meta, Analyzer: analyzer(t, meta, ordered()...)}
 	lat := &trace.Analysis{Meta: &withLatency, Analyzer: pipe.Analyzer}
@@ -180,6 +181,10 @@ func TestEvaluate(t *testing.T) {
 		{"dormant_ratio <= 1.02", dorm, true, 1.02, "", "instrumented, not traced 10.200 us / uninstrumented 10.000 us (medians of 2 launches) = 1.0200"},
 		{"dormant_ratio < 1.02", dorm, false, 1.02, "", ""},
 		{"dormant_ratio <= 2", lat, false, 0, "", "the capture has no untraced times of the instrumented build"},
+		// control_ratio
+		{"control_ratio >= 0.99", dorm, true, 0.99, "", "uninstrumented again 9.900 us / uninstrumented 10.000 us (medians of 2 rounds) = 0.9900"},
+		{"control_ratio > 0.99", dorm, false, 0.99, "", ""},
+		{"control_ratio <= 2", lat, false, 0, "", "the capture has no control times"},
 		// role-qualified series
 		{"p99(consumer:consumer_compute) <= 20ns", pipe, true, 20, "", "p99 of 3 consumer:consumer_compute ranges is 20ns"},
 		{"overlap(producer:producer_load, consumer:consumer_compute) >= 0.73", pipe, true, 22.0 / 30, "", ""},

@@ -11,7 +11,7 @@ import (
 func FuzzParseExpr(f *testing.F) {
 	for _, s := range []string{
 		"strict", "no_drops", "overlap(producer:load, consumer:compute) >= 0.6", "overlap_min_cta(a, b) > 50%",
-		"p99(consumer_compute, role=consumer) <= 2us", "count(c, role=r) == 8", "before(a, b)", "latency_ratio <= 1.05", "dormant_ratio <= 1.01",
+		"p99(consumer_compute, role=consumer) <= 2us", "count(c, role=r) == 8", "before(a, b)", "latency_ratio <= 1.05", "dormant_ratio <= 1.01", "control_ratio <= 1.02",
 		"p99(lag(producer:load, consumer:compute)) <= 2us", "min(lag(a, b)) >= -10ns", "bubble(x:c, y:w) <= 0.1",
 		"p50(consumer:compute) <= 1.05 * baseline", "overlap(a, b) >= baseline", "p50(a) <= 1.05 *", "p99(lag(a,",
 	} {

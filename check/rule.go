@@ -22,9 +22,10 @@ const (
 	KindLag                           // p50|p90|p99|mean|min|max(lag(a, b)) OP duration
 	KindBubble                        // bubble(a, b) OP ratio
 	KindDormantRatio                  // dormant_ratio OP ratio
+	KindControlRatio                  // control_ratio OP ratio
 )
 
-var kindNames = [...]string{"", "strict", "no_drops", "overlap", "overlap_min_cta", "duration", "count", "before", "latency_ratio", "lag", "bubble", "dormant_ratio"}
+var kindNames = [...]string{"", "strict", "no_drops", "overlap", "overlap_min_cta", "duration", "count", "before", "latency_ratio", "lag", "bubble", "dormant_ratio", "control_ratio"}
 
 func (k Kind) String() string {
 	if k > 0 && int(k) < len(kindNames) {
@@ -222,7 +223,7 @@ func ParseExpr(s string) (Rule, error) {
 	r := Rule{Expr: strings.TrimSpace(s)}
 	head := p.next()
 	if head.kind != tIdent {
-		return Rule{}, p.errAt(head, "expected a rule (strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before, latency_ratio, dormant_ratio), found %v", head)
+		return Rule{}, p.errAt(head, "expected a rule (strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before, latency_ratio, dormant_ratio, control_ratio), found %v", head)
 	}
 	r.Func = head.text
 	switch {
@@ -244,10 +245,12 @@ func ParseExpr(s string) (Rule, error) {
 		r.Kind = KindLatencyRatio
 	case head.text == "dormant_ratio":
 		r.Kind = KindDormantRatio
+	case head.text == "control_ratio":
+		r.Kind = KindControlRatio
 	case head.text == "bubble":
 		r.Kind = KindBubble
 	default:
-		return Rule{}, p.errAt(head, "unknown rule %q: want strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before, latency_ratio or dormant_ratio", head.text)
+		return Rule{}, p.errAt(head, "unknown rule %q: want strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before, latency_ratio, dormant_ratio or control_ratio", head.text)
 	}
 	if err := p.args(&r, head); err != nil {
 		return Rule{}, err
@@ -297,11 +300,11 @@ func ParseExpr(s string) (Rule, error) {
 }
 
 // args parses the parenthesised arguments, which strict, no_drops,
-// latency_ratio and dormant_ratio may omit.
+// latency_ratio, dormant_ratio and control_ratio may omit.
 func (p *parser) args(r *Rule, head token) error {
 	want := 1 // range names
 	switch r.Kind {
-	case KindStrict, KindNoDrops, KindLatencyRatio, KindDormantRatio:
+	case KindStrict, KindNoDrops, KindLatencyRatio, KindDormantRatio, KindControlRatio:
 		want = 0
 	case KindOverlap, KindOverlapMinCTA, KindBefore, KindBubble:
 		want = 2

@@ -32,6 +32,7 @@ func TestParseExpr(t *testing.T) {
 		{"latency_ratio <= 1.05", Rule{Kind: KindLatencyRatio, Func: "latency_ratio", Op: OpLE, Bound: 1.05}},
 		{"latency_ratio() < 105%", Rule{Kind: KindLatencyRatio, Func: "latency_ratio", Op: OpLT, Bound: 1.05}},
 		{"dormant_ratio <= 1.01", Rule{Kind: KindDormantRatio, Func: "dormant_ratio", Op: OpLE, Bound: 1.01}},
+		{"control_ratio <= 1.02", Rule{Kind: KindControlRatio, Func: "control_ratio", Op: OpLE, Bound: 1.02}},
 		{"overlap(producer:load, consumer:compute) >= 0.6", Rule{Kind: KindOverlap, Func: "overlap",
 			Args: []string{"producer:load", "consumer:compute"}, Op: OpGE, Bound: 0.6}},
 		{"p99(lag(producer:load, consumer:compute)) <= 2us", Rule{Kind: KindLag, Func: "p99",
@@ -64,8 +65,8 @@ func TestParseExprErrors(t *testing.T) {
 		expr string
 		want string
 	}{
-		{"", "column 1: expected a rule (strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before, latency_ratio, dormant_ratio), found end of rule"},
-		{"overlapp(a, b) >= 1", `column 1: unknown rule "overlapp": want strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before, latency_ratio or dormant_ratio`},
+		{"", "column 1: expected a rule (strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before, latency_ratio, dormant_ratio, control_ratio), found end of rule"},
+		{"overlapp(a, b) >= 1", `column 1: unknown rule "overlapp": want strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before, latency_ratio, dormant_ratio or control_ratio`},
 		{"overlap a, b >= 1", `column 9: expected '(' after overlap, found "a"`},
 		{"overlap(a b) >= 1", `column 11: expected ',' or ')' after "a", found "b"`},
 		{"overlap(a) >= 1", "column 1: overlap takes 2 range name(s), found 1"},

@@ -165,7 +165,7 @@ func completeRule(cmd *cobra.Command, args []string, toComplete string) ([]cobra
 	}
 	m := ruleArgs.FindStringSubmatch(toComplete)
 	if m == nil {
-		out := []cobra.Completion{"strict", "no_drops", "latency_ratio<=", "dormant_ratio<="}
+		out := []cobra.Completion{"strict", "no_drops", "latency_ratio<=", "dormant_ratio<=", "control_ratio<="}
 		for _, f := range ruleFuncs {
 			out = append(out, f.name+"(")
 		}

@@ -175,6 +175,12 @@ func TestRunApp(t *testing.T) {
 				if code, stdout, se := runCLI(t, "stats", filepath.Join(out, captureFile)); code != 0 || !strings.Contains(stdout, "control (the uninstrumented binary again)") {
 					t.Errorf("stats: exit %d, want the control's line: %s%s", code, stdout, se)
 				}
+				if code, stdout, se := runCLI(t, "check", filepath.Join(out, captureFile), "--launch", "0", "--expect", "control_ratio <= 1000"); code != 0 {
+					t.Errorf("check control_ratio <= 1000: exit %d: %s%s", code, stdout, se)
+				}
+				if code, _, _ := runCLI(t, "check", filepath.Join(out, captureFile), "--launch", "0", "--expect", "control_ratio < 0"); code != 1 {
+					t.Errorf("check control_ratio < 0: exit %d, want 1", code)
+				}
 			}
 			if tt.dormant > 0 {
 				// iket check reads it: a bound nothing can fail passes, one
