@@ -128,8 +128,9 @@ func Compare(p, base *Process) []KernelLatency {
 	return compare(p, base, func(l *Launch) bool { return l.Info.Traced })
 }
 
-// CompareTimed is Compare for the launches p timed without tracing them:
-// the build with tracing run dormant (ModeTime on it), paired with base's.
+// CompareTimed is Compare for the launches p timed without tracing them
+// (a run in ModeTime): the build with tracing run dormant, or the baseline
+// run again as a control, paired with base's.
 func CompareTimed(p, base *Process) []KernelLatency {
 	return compare(p, base, func(l *Launch) bool { return !l.Info.Traced })
 }
