@@ -135,11 +135,12 @@ func TestCompare(t *testing.T) {
 	for _, l := range append(traced.Launches, base.Launches...) {
 		l.Info.FlushedBytes, l.Info.PreparedBytes = 0, 4096
 	}
-	if k := Compare(traced, base)[0]; len(k.Warnings) != 0 || k.PreparedBytes != 4096 {
-		t.Errorf("kernel a, equal writes: warnings %q, prepared %d bytes, want none and 4096", k.Warnings, k.PreparedBytes)
+	// (Two pairs: the last warning is that the ratio rests on too few.)
+	if k := Compare(traced, base)[0]; len(k.Warnings) != 1 || k.PreparedBytes != 4096 {
+		t.Errorf("kernel a, equal writes: warnings %q, prepared %d bytes, want the few pairs' alone and 4096", k.Warnings, k.PreparedBytes)
 	}
 	base.Launches[1].Info.PreparedBytes = 0
-	if k := Compare(traced, base)[0]; len(k.Warnings) != 1 || !strings.Contains(k.Warnings[0], "1 of the baseline's launches (occurrence 1 first)") || k.PreparedBytes != 0 {
+	if k := Compare(traced, base)[0]; len(k.Warnings) != 2 || !strings.Contains(k.Warnings[0], "1 of the baseline's launches (occurrence 1 first)") || k.PreparedBytes != 0 {
 		t.Errorf("kernel a, baseline launch 1 without the write: warnings %q, prepared %d bytes, want one naming occurrence 1 and 0", k.Warnings, k.PreparedBytes)
 	}
 	if p := Compare(traced, nil)[0].PreparedBytes; p != 4096 {
@@ -150,6 +151,44 @@ func TestCompare(t *testing.T) {
 	}
 	if got := Times([]*Process{traced}); !cmp.Equal(got, map[string][]uint64{"_Z1av": {0, 1}, "_Z1bv": {0}}) {
 		t.Errorf("Times = %v", got)
+	}
+}
+
+// TestComparePairsWarning: a ratio on fewer than fewPairs pairs says so,
+// one on as many does not, and one without a baseline has nothing to say.
+func TestComparePairsWarning(t *testing.T) {
+	run := func(n int, traced bool) *Process {
+		p := &Process{}
+		for i := 0; i < n; i++ {
+			p.Launches = append(p.Launches, &Launch{Kernel: "a", Info: LaunchInfo{Kernel: "_Z1av", Traced: traced, Status: "ok", Occurrence: uint64(i), ElapsedMS: f64(0.1)}})
+		}
+		return p
+	}
+	for _, tt := range []struct {
+		name string
+		n    int
+		base bool
+		want bool
+	}{
+		{"one pair", 1, true, true},
+		{"four pairs", fewPairs - 1, true, true},
+		{"enough pairs", fewPairs, true, false},
+		{"no baseline", 1, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var base *Process
+			if tt.base {
+				base = run(tt.n, false)
+			}
+			k := Compare(run(tt.n, true), base)[0]
+			got := false
+			for _, w := range k.Warnings {
+				got = got || strings.Contains(w, fmt.Sprintf("rests on %d pair(s)", tt.n))
+			}
+			if got != tt.want {
+				t.Errorf("warnings %q, want the few pairs' one: %v", k.Warnings, tt.want)
+			}
+		})
 	}
 }
 

@@ -228,9 +228,16 @@ func compare(p, base *Process, pick func(*Launch) bool) []KernelLatency {
 		if len(unequal) > 0 {
 			k.Warnings = append(k.Warnings, fmt.Sprintf("without an L2 flush, %d of the baseline's launches (occurrence %d first) followed other writes than the launches they are paired with (a traced launch's zeroed buffers, or as many bytes): the two started from different caches", len(unequal), unequal[0]))
 		}
+		if n := len(ratios); n > 0 && n < fewPairs {
+			k.Warnings = append(k.Warnings, fmt.Sprintf("the ratio rests on %d pair(s): a launch's time moves by a few percent from run to run; trace more launches (--launch 0-9) and add --control to see by how much", n))
+		}
 	}
 	return out
 }
+
+// fewPairs is the least number of pairs a comparison's ratio is reported
+// without a warning that it rests on too few.
+const fewPairs = 5
 
 // Latency is the comparison in the capture's form, for the launch's
 // metadata; nil without a baseline.
