@@ -2,7 +2,6 @@ package trace
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"io"
 
@@ -55,9 +54,9 @@ func shrinkable(m *LaunchMeta, r io.ReaderAt) (uint32, bool, error) {
 			return 0, false, fmt.Errorf("shrink %s: warp slot %d: %w", m.Kernel, i, err)
 		}
 		raw.DecodeWarpHeader(buf, &h)
-		tail := buf[raw.WarpHeaderSize+capa*raw.RecordSize:]
-		side, lanes := binary.LittleEndian.Uint32(tail), binary.LittleEndian.Uint32(tail[4:])
-		recs := buf[raw.WarpHeaderSize : raw.WarpHeaderSize+capa*raw.RecordSize]
+		tail := raw.TailOffset(m.Capacity)
+		side, lanes := raw.DecodeTail(buf[tail:])
+		recs := buf[raw.WarpHeaderSize:tail]
 		switch {
 		case h.Magic == 0 && h.Flags == 0:
 			if !zero(buf) {
@@ -135,9 +134,9 @@ func (s *shrunk) layout() error {
 	clear(out)
 	var h raw.WarpHeader
 	raw.DecodeWarpHeader(s.in, &h)
-	fromTail := raw.WarpHeaderSize + int64(s.from)*raw.RecordSize
-	toTail := raw.WarpHeaderSize + int64(s.to)*raw.RecordSize
-	side := int64(binary.LittleEndian.Uint32(s.in[fromTail:]))
+	fromTail, toTail := raw.TailOffset(s.from), raw.TailOffset(s.to)
+	n, _ := raw.DecodeTail(s.in[fromTail:])
+	side := int64(n)
 	if int64(h.Count)+side > int64(s.to) {
 		return fmt.Errorf("shrink: warp slot %d holds %d records and %d side records now, more than the %d it was measured to fit", s.next, h.Count, side, s.to)
 	}

@@ -19,14 +19,14 @@ import (
 // how many side events the warp recorded (at most capacity + 1, which means
 // more than the capacity) and how many lanes stored them.
 func (d *Decoder) tailCount(slot uint64, whole []byte) (n, lanes uint32, err *WarpError) {
-	off := d.meta.Offset + int64(slot)*d.stride + raw.WarpHeaderSize + int64(d.meta.Capacity)*raw.RecordSize
+	off := d.meta.Offset + int64(slot)*d.stride + raw.TailOffset(d.meta.Capacity)
 	t := d.tail[:]
 	if whole != nil {
 		t = whole[len(whole)-raw.RecordSize:]
 	} else if rerr := d.ra.readAt(t, off); rerr != nil {
 		return 0, 0, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: "read tail word", Err: rerr}
 	}
-	n, lanes = binary.LittleEndian.Uint32(t[:]), binary.LittleEndian.Uint32(t[4:])
+	n, lanes = raw.DecodeTail(t[:])
 	if uint64(n) > uint64(d.meta.Capacity)+1 || lanes > 32 || (n == 0) != (lanes == 0) {
 		return 0, 0, &WarpError{Launch: d.l.Index, Slot: slot, Offset: off, Msg: fmt.Sprintf(
 			"tail word says %d side events by %d lanes (at most capacity + 1 = %d events, 32 lanes, and neither without the other): the buffer is damaged",

@@ -435,8 +435,7 @@ func (l *Launch) encode(w *Warp, b []byte) error {
 		if lanes == 0 {
 			lanes = 1
 		}
-		binary.LittleEndian.PutUint32(recs[capa*raw.RecordSize:], uint32(min(sides, capa+1)))
-		binary.LittleEndian.PutUint32(recs[capa*raw.RecordSize+4:], lanes)
+		raw.EncodeTail(recs[capa*raw.RecordSize:], uint32(min(sides, capa+1)), lanes)
 	}
 	if !w.Unfinished {
 		end := w.EndCycle

@@ -94,6 +94,24 @@ func Stride(capacity uint32) int64 {
 	return WarpHeaderSize + RecordSize*(int64(capacity)+1)
 }
 
+// TailOffset returns the byte offset of a warp slot's tail word (after
+// its header and capacity records) for a capacity.
+func TailOffset(capacity uint32) int64 {
+	return WarpHeaderSize + RecordSize*int64(capacity)
+}
+
+// DecodeTail decodes a tail word (format 3): the side events a warp
+// recorded without lane 0, and how many lanes stored them.
+func DecodeTail(b []byte) (side, lanes uint32) {
+	return binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:])
+}
+
+// EncodeTail writes a tail word into b[:8]; the emulator uses it.
+func EncodeTail(b []byte, side, lanes uint32) {
+	binary.LittleEndian.PutUint32(b, side)
+	binary.LittleEndian.PutUint32(b[4:], lanes)
+}
+
 // WarpHeader is a warp slot's 64-byte header as the device wrote it.
 type WarpHeader struct {
 	Magic            uint32
