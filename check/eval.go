@@ -91,7 +91,7 @@ func (res *Result) fail(format string, a ...any) {
 
 func eval(res *Result, in *trace.Analysis) {
 	r := &res.Rule
-	if in.Analyzer == nil && r.Kind != KindStrict && r.Kind != KindLatencyRatio && r.Kind != KindDormantRatio && r.Kind != KindControlRatio {
+	if in.Analyzer == nil && r.Kind != KindStrict && !r.Kind.latency() {
 		res.fail("no analysis to check %s against", r.Func)
 		return
 	}

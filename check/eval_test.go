@@ -267,6 +267,15 @@ func TestEvaluateNoAnalyzer(t *testing.T) {
 	if !rs[1].Pass {
 		t.Errorf("strict on an empty input failed: %+v", rs[1])
 	}
+	// The latency rules read the capture's metadata alone.
+	in := &trace.Analysis{Meta: &trace.LaunchMeta{}}
+	in.Meta.Latency = &trace.Latency{Ratio: 1.1, DormantRatio: 1.05, ControlRatio: 1.01,
+		Dormant: &trace.Samples{}, Control: &trace.Samples{}}
+	for _, expr := range []string{"latency_ratio <= 1.1", "dormant_ratio <= 1.05", "control_ratio <= 1.01"} {
+		if r := Evaluate([]Rule{mustRule(t, expr)}, in, nil)[0]; !r.Pass {
+			t.Errorf("%s without an analyzer: %+v", expr, r)
+		}
+	}
 }
 
 func TestFormatNs(t *testing.T) {

@@ -27,6 +27,13 @@ const (
 
 var kindNames = [...]string{"", "strict", "no_drops", "overlap", "overlap_min_cta", "duration", "count", "before", "latency_ratio", "lag", "bubble", "dormant_ratio", "control_ratio"}
 
+// latency reports whether k is a rule over the capture's latency
+// comparison (latency_ratio, dormant_ratio, control_ratio), which needs no
+// analysis.
+func (k Kind) latency() bool {
+	return k == KindLatencyRatio || k == KindDormantRatio || k == KindControlRatio
+}
+
 func (k Kind) String() string {
 	if k > 0 && int(k) < len(kindNames) {
 		return kindNames[k]
