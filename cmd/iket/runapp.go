@@ -505,8 +505,10 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 		}
 	}
 	writeAppLatency(w, lat)
-	writeAppTimed(w, "untraced (the build with tracing, iket not tracing these launches) against the baseline", "untraced p50 us", dormant)
-	writeAppTimed(w, "control (the baseline program again) against the baseline: two runs of one build differ by this much here", "again p50 us", control)
+	// The untraced runs' tables: their resources and warnings are the
+	// traced table's.
+	writeLatencyTable(w, "untraced (the build with tracing, iket not tracing these launches) against the baseline", "untraced p50 us", dormant, nil)
+	writeLatencyTable(w, "control (the baseline program again) against the baseline: two runs of one build differ by this much here", "again p50 us", control, nil)
 	writeWithinNoise(w, lat, control)
 	fmt.Fprintf(w, "\nwrote %s, %s, %s, %s\n", capPath, pf, filepath.Join(dir, reportFile), filepath.Join(dir, latencyFile))
 	return nil
@@ -518,14 +520,7 @@ type launchKey struct {
 }
 
 func writeAppLatency(w io.Writer, lat []attach.KernelLatency) {
-	if len(lat) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\nlatency (%s)\n", attach.Boundary)
-	fmt.Fprintf(w, "%-40s %7s %15s %16s %7s %7s\n", "kernel", "launches", "traced p50 us", "baseline p50 us", "ratio", "paired")
-	sort.SliceStable(lat, func(i, j int) bool { return lat[i].Kernel < lat[j].Kernel })
-	for _, k := range lat {
-		writeLatencyRow(w, k)
+	writeLatencyTable(w, "latency ("+attach.Boundary+")", "traced p50 us", lat, func(k attach.KernelLatency) {
 		r := k.Resources
 		if r.Instrumented != nil {
 			fmt.Fprintf(w, "  traced: %s", r.Instrumented.String())
@@ -537,6 +532,25 @@ func writeAppLatency(w io.Writer, lat []attach.KernelLatency) {
 		fmt.Fprintf(w, "  records %s\n", trace.RecordsL2(k.RecordsL2Bytes))
 		for _, m := range k.Warnings {
 			fmt.Fprintf(w, "  warning: %s\n", m)
+		}
+	})
+}
+
+// writeLatencyTable prints one latency table: its title, a header whose
+// first time column is column, and each kernel's row, sorted by name,
+// followed by what more prints of it (nil: nothing) and its unpaired
+// occurrences. Nothing without kernels.
+func writeLatencyTable(w io.Writer, title, column string, lat []attach.KernelLatency, more func(attach.KernelLatency)) {
+	if len(lat) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%s\n", title)
+	fmt.Fprintf(w, "%-40s %7s %15s %16s %7s %7s\n", "kernel", "launches", column, "baseline p50 us", "ratio", "paired")
+	sort.SliceStable(lat, func(i, j int) bool { return lat[i].Kernel < lat[j].Kernel })
+	for _, k := range lat {
+		writeLatencyRow(w, k)
+		if more != nil {
+			more(k)
 		}
 		writeUnpaired(w, k)
 	}
@@ -585,23 +599,6 @@ func pairedByKernel(lat []attach.KernelLatency) map[string]*attach.KernelLatency
 		}
 	}
 	return m
-}
-
-// writeAppTimed prints a comparison of launches timed untraced against the
-// baseline's (--dormant's, --control's): the table title and the name of
-// its first time column.
-func writeAppTimed(w io.Writer, title, column string, lat []attach.KernelLatency) {
-	if len(lat) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\n%s\n", title)
-	fmt.Fprintf(w, "%-40s %7s %15s %16s %7s %7s\n", "kernel", "launches", column, "baseline p50 us", "ratio", "paired")
-	sort.SliceStable(lat, func(i, j int) bool { return lat[i].Kernel < lat[j].Kernel })
-	for _, k := range lat {
-		// The resources and their warnings are the traced table's.
-		writeLatencyRow(w, k)
-		writeUnpaired(w, k)
-	}
 }
 
 // writeWithinNoise names each kernel whose traced paired ratio is no
