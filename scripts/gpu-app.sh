@@ -129,17 +129,19 @@ awk '{v[$1]=v[$1]" "$2} END {for (k in v) print k ":" v[k]}' "$R/attach-cost.log
 echo
 echo "===== summary ====="
 printf '%s\n' "${status[@]}" | tee "$R/summary.txt"
-for run in baseline basedormant; do [ -f "$R/$run/latency.json" ] && python3 -c '
-import json,sys
-d=json.load(open(sys.argv[1]))
-for k in d["kernels"]:
-    u=k.get("uninstrumented") or {}
-    print("%-28s traced p50 %8.2f us  baseline p50 %8.2f us  ratio %.4f  paired %.4f  (%d pairs)" % (k["kernel"][:28], k["instrumented"]["median_us"], u.get("median_us",0), k.get("ratio",0), k.get("paired_ratio",0), len(k["pairs"])))
-' "$R/$run/latency.json" | sed "s/^/$run: /" | tee -a "$R/summary.txt"; done
-for key in dormant control; do [ -f "$R/dormant/latency.json" ] && python3 -c '
+# summarize NAME RUN KEY LABEL: the list KEY of RUN's latency.json (kernels,
+# dormant, control), one line per kernel, LABEL naming its first time.
+summarize() {
+  [ -f "$R/$2/latency.json" ] || return 0
+  python3 -c '
 import json,sys
 for k in json.load(open(sys.argv[1])).get(sys.argv[2]) or []:
     u=k.get("uninstrumented") or {}
-    print("%-28s %s p50 %8.2f us  baseline p50 %8.2f us  ratio %.4f  paired %.4f  (%d pairs)" % (k["kernel"][:28], {"dormant": "untraced", "control": "again"}[sys.argv[2]], k["instrumented"]["median_us"], u.get("median_us",0), k.get("ratio",0), k.get("paired_ratio",0), len(k["pairs"])))
-' "$R/dormant/latency.json" "$key" | sed "s/^/$key: /" | tee -a "$R/summary.txt"; done
+    print("%-28s %s p50 %8.2f us  baseline p50 %8.2f us  ratio %.4f  paired %.4f  (%d pairs)" % (k["kernel"][:28], sys.argv[3], k["instrumented"]["median_us"], u.get("median_us",0), k.get("ratio",0), k.get("paired_ratio",0), len(k["pairs"])))
+' "$R/$2/latency.json" "$3" "$4" | sed "s/^/$1: /" | tee -a "$R/summary.txt"
+}
+summarize baseline baseline kernels traced
+summarize basedormant basedormant kernels traced
+summarize dormant dormant dormant untraced
+summarize control dormant control again
 exit $failed
