@@ -15,13 +15,14 @@
 #   scripts/suite.sh [NVCC-FLAGS...]     e.g. -I<dir> to build with another iket.cuh
 #
 # For each application: its own time per launch (ROUNDS rounds of LAUNCHES
-# back-to-back launches, default 7 and 200) for the plain build, the plain
-# build again (the control) and the instrumented build run without iket
-# (dormant), alternating, medians; then `iket run --launch 1-10 --baseline
-# plain --control` (ten traced launches paired with the plain build's: ratio
-# of medians and paired ratio; the plain build's second run paired with its
-# first, the noise of that pairing) and whether the capture validates
-# strictly.
+# back-to-back launches, default 7 and 200, after one untimed launch that
+# loads the kernel's module and warms the caches) for the plain build, the
+# plain build again (the control) and the instrumented build run without
+# iket (dormant), alternating, medians; then `iket run --launch 1-10
+# --baseline plain --control` (the ten launches after the untimed one,
+# traced and paired with the plain build's: ratio of medians and paired
+# ratio; the plain build's second run paired with its first, the noise of
+# that pairing) and whether the capture validates strictly.
 # ring runs twice: as written, and with its producer's lane 0 alone waiting
 # (--lane0-wait). The event's latency and throughput come from overhead.sh's
 # run in $OVERHEAD_WORK; after them, each row's perturbation as its iket run
@@ -67,7 +68,7 @@ row() {
   p=$(median < "$W/$name.p") c=$(median < "$W/$name.c") d=$(median < "$W/$name.d")
   rm -rf "$W/run-$name"
   ran+=("$name")
-  "$IKET" run -o "$W/run-$name" --kernel "$re" --launch 1-10 --baseline "$plain $* --launches 11" --control -- "$inst" "$@" --launches 11 > "$W/run-$name.log" 2>&1
+  "$IKET" run -o "$W/run-$name" --kernel "$re" --launch 1-10 --baseline "$plain $* --launches 10" --control -- "$inst" "$@" --launches 10 > "$W/run-$name.log" 2>&1
   local lat
   lat=$(latency "$W/run-$name") || failed=1
   local valid=strict

@@ -5,10 +5,11 @@
 //
 //   app [--ctas N] [--tiles N] [--launches N] [--ex] [--graph] [--hang] [--fault]
 //
-// It prints the mean time of its launches and exits 1 when a result is
-// wrong, 2 on a CUDA error. --hang launches the kernel with the producer
-// stopping one tile short (the consumers wait for ever: a deadlock to
-// diagnose); --fault gives it an output pointer no allocation holds.
+// It prints the mean time of its launches (after one untimed launch) and
+// exits 1 when a result is wrong, 2 on a CUDA error. --hang launches the
+// kernel with the producer stopping one tile short (the consumers wait for
+// ever: a deadlock to diagnose); --fault gives it an output pointer no
+// allocation holds.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -81,11 +82,11 @@ int main(int argc, char** argv) {
     }
   };
   scale(in, static_cast<int>(n), 1.0f, st);  // the other translation unit's kernel
-  // The kernel's module loads before the clock starts: CUDA loads a module at
-  // its kernel's first use (CUDA_MODULE_LOADING=LAZY, the default), which
-  // would otherwise fall inside the first timed launch.
-  cudaFuncAttributes attr;
-  CK(cudaFuncGetAttributes(&attr, kernel));
+  // One launch before the clock starts: CUDA loads a kernel's module at its
+  // first use (CUDA_MODULE_LOADING=LAZY, the default), which would otherwise
+  // fall inside the timed launches, and the caches warm.
+  launch();
+  CK(cudaStreamSynchronize(st));
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
