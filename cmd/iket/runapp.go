@@ -509,7 +509,7 @@ func writeAppGroup(ctx context.Context, dir string, g *appGroup, argv, baseArgs 
 	// traced table's.
 	writeLatencyTable(w, "untraced (the build with tracing, iket not tracing these launches) against the baseline", "untraced p50 us", dormant, nil)
 	writeLatencyTable(w, "control (the baseline program again) against the baseline: two runs of one build differ by this much here", "again p50 us", control, nil)
-	writeWithinNoise(w, lat, control)
+	writeWithinNoise(w, lat, controlOf)
 	fmt.Fprintf(w, "\nwrote %s, %s, %s, %s\n", capPath, pf, filepath.Join(dir, reportFile), filepath.Join(dir, latencyFile))
 	return nil
 }
@@ -602,10 +602,9 @@ func pairedByKernel(lat []attach.KernelLatency) map[string]*attach.KernelLatency
 }
 
 // writeWithinNoise names each kernel whose traced paired ratio is no
-// farther from 1 than its control's: a difference this run cannot tell
-// from two runs of one build.
-func writeWithinNoise(w io.Writer, lat, control []attach.KernelLatency) {
-	controlOf := pairedByKernel(control)
+// farther from 1 than its control's (controlOf: pairedByKernel of the
+// control): a difference this run cannot tell from two runs of one build.
+func writeWithinNoise(w io.Writer, lat []attach.KernelLatency, controlOf map[string]*attach.KernelLatency) {
 	for _, k := range lat {
 		c := controlOf[k.Mangled]
 		if c == nil || k.Uninstrumented == nil || math.Abs(k.PairedRatio-1) > math.Abs(c.PairedRatio-1) {

@@ -295,7 +295,7 @@ func TestWriteWithinNoise(t *testing.T) {
 				ctl = []attach.KernelLatency{{Kernel: "j", Mangled: "j", Uninstrumented: &base, PairedRatio: 1.5}, k(tt.control)}
 			}
 			var b strings.Builder
-			writeWithinNoise(&b, []attach.KernelLatency{k(tt.traced)}, ctl)
+			writeWithinNoise(&b, []attach.KernelLatency{k(tt.traced)}, pairedByKernel(ctl))
 			if got := strings.Contains(b.String(), "within this run's noise"); got != tt.want {
 				t.Errorf("note %q, want one: %v", b.String(), tt.want)
 			}
