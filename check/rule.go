@@ -223,6 +223,10 @@ func (p *parser) errAt(t token, format string, a ...any) error {
 	return &SyntaxError{Expr: p.expr, Col: t.col, Msg: fmt.Sprintf(format, a...)}
 }
 
+// ruleHeads are the words a rule can start with, as the parse errors list
+// them.
+var ruleHeads = []string{"strict", "no_drops", "overlap", "overlap_min_cta", "bubble", "p50", "p90", "p99", "mean", "min", "max", "count", "before", "latency_ratio", "dormant_ratio", "control_ratio"}
+
 // ParseExpr parses one rule (see the package doc and docs/CI.md). Errors are
 // [*SyntaxError] values naming the column and what was expected there.
 func ParseExpr(s string) (Rule, error) {
@@ -230,7 +234,7 @@ func ParseExpr(s string) (Rule, error) {
 	r := Rule{Expr: strings.TrimSpace(s)}
 	head := p.next()
 	if head.kind != tIdent {
-		return Rule{}, p.errAt(head, "expected a rule (strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before, latency_ratio, dormant_ratio, control_ratio), found %v", head)
+		return Rule{}, p.errAt(head, "expected a rule (%s), found %v", strings.Join(ruleHeads, ", "), head)
 	}
 	r.Func = head.text
 	switch {
@@ -257,7 +261,8 @@ func ParseExpr(s string) (Rule, error) {
 	case head.text == "bubble":
 		r.Kind = KindBubble
 	default:
-		return Rule{}, p.errAt(head, "unknown rule %q: want strict, no_drops, overlap, overlap_min_cta, bubble, p50, p90, p99, mean, min, max, count, before, latency_ratio, dormant_ratio or control_ratio", head.text)
+		last := len(ruleHeads) - 1
+		return Rule{}, p.errAt(head, "unknown rule %q: want %s or %s", head.text, strings.Join(ruleHeads[:last], ", "), ruleHeads[last])
 	}
 	if err := p.args(&r, head); err != nil {
 		return Rule{}, err
