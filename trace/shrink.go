@@ -48,13 +48,13 @@ func shrinkable(m *LaunchMeta, r io.ReaderAt) (uint32, bool, error) {
 	stride := m.Stride()
 	buf := make([]byte, stride)
 	var used uint32
+	tail := raw.TailOffset(m.Capacity)
 	var h raw.WarpHeader
 	for i := range int64(m.Warps) {
 		if _, err := r.ReadAt(buf, i*stride); err != nil {
 			return 0, false, fmt.Errorf("shrink %s: warp slot %d: %w", m.Kernel, i, err)
 		}
 		raw.DecodeWarpHeader(buf, &h)
-		tail := raw.TailOffset(m.Capacity)
 		side, lanes := raw.DecodeTail(buf[tail:])
 		recs := buf[raw.WarpHeaderSize:tail]
 		switch {
