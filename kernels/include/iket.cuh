@@ -526,9 +526,7 @@ class Warp {
       cap = s.capacity;
     }
     WarpHeader* const hd = reinterpret_cast<WarpHeader*>(p);
-    const unsigned long long rec = reinterpret_cast<unsigned long long>(p + 64);
-    hi_ = static_cast<unsigned>(rec >> 32);
-    first_ = static_cast<unsigned>(rec);
+    first_ = static_cast<unsigned>(reinterpret_cast<unsigned long long>(p + 64));
     // Lane 0 stores the warp's events; the lowest active lane stores those
     // recorded while lane 0 is elsewhere (record_one). Without buffers no
     // lane ever stores.
@@ -544,17 +542,12 @@ class Warp {
     on_ = lane0 && cap != 0u ? 1u : 0u;
     sc_ = 0u;
 #else
-    // 0 in lane 0, all ones in the others, computed so that ptxas keeps
-    // pos_ ^ x_ one LOP3 rather than a select of two values.
-    x_ = lt | ~(lt - 1u);
     // Lane 0's records start at record 0 and stop before the tail word.
     // Another lane's side records start at the last record and go down
-    // while their address is at least record 0's (~pos_ < 0 - first_), the
-    // cursor stopping two slots below it, so that a side count of capacity
-    // + 1 says that more were recorded than stored. The cursor is
-    // complemented, so that it steps up in every lane.
-    lim_ = s.base == 0ull ? 0u : lane0 ? first_ + 8u * cap : 0u - first_;
-    top_ = lane0 ? detail::kCursorLimit : ~(first_ - 16u);
+    // while their address is at least record 0's (lim), the cursor stopping
+    // two slots below it (top), so that a side count of capacity + 1 says
+    // that more were recorded than stored. The cursor is complemented, so
+    // that it steps up in every lane.
     pos_ = lane0 ? first_ : ~(first_ + 8u * (cap - 1u));
 #endif
     if (s.base == 0ull) return;
@@ -591,7 +584,7 @@ class Warp {
 #if IKET__BUILD_WRAP
       const unsigned ns = min(sc_, cap + 1u);  // at most capacity + 1, as in stop mode
 #else
-      const unsigned ns = x_ != 0u ? (first_ + 8u * (cap - 1u) - ~pos_) >> 3 : 0u;
+      const unsigned ns = x() != 0u ? (first_ + 8u * (cap - 1u) - ~pos_) >> 3 : 0u;
 #endif
       if (ns != 0u) {
         unsigned* const tail =
@@ -744,7 +737,7 @@ class Warp {
     detail::record_at(slot(c), on_, tag(kind, name), addend(payload), never());
     wrap_step(c, 1u);
 #else
-    detail::record_one(pos_, hi_, lim_, tag(kind, name), addend(payload), lt_, x_, top_);
+    detail::record_one(pos_, hi(), lim(), tag(kind, name), addend(payload), lt_, x(), top());
 #endif
   }
   // emit_at is emit with a clock read earlier.
@@ -755,7 +748,7 @@ class Warp {
     detail::record_at_c(slot(c), on_, tag(kind, name), addend(payload), t.clock);
     wrap_step(c, 1u);
 #else
-    detail::record_one_c(pos_, hi_, lim_, tag(kind, name), addend(payload), lt_, x_, top_,
+    detail::record_one_c(pos_, hi(), lim(), tag(kind, name), addend(payload), lt_, x(), top(),
                          t.clock);
 #endif
   }
@@ -777,7 +770,7 @@ class Warp {
     detail::record_at(slot(min(c + 8u, detail::kCursorLimit)), on_, k2, a2, never());
     wrap_step(c, 2u);
 #else
-    detail::record_two(pos_, hi_, lim_, k1, a1, lt_, x_, top_, t.clock, k2, a2);
+    detail::record_two(pos_, hi(), lim(), k1, a1, lt_, x(), top(), t.clock, k2, a2);
 #endif
   }
 #if IKET__BUILD_WRAP
@@ -789,6 +782,32 @@ class Warp {
     pos_ = min(c + 8u * n, detail::kCursorLimit);
   }
 #endif
+  // hi is the high word of every record's address: the runtime places the
+  // buffers inside one 4 GiB window (docs/FORMAT.md), so it is the base's,
+  // read from the constant bank. hi, x, lim and top are derived at each
+  // event rather than held: a member is a register live through the whole
+  // kernel, which a kernel at its register limit pays for in occupancy or
+  // in loads kept in flight (docs/OVERHEAD.md).
+  __device__ __forceinline__ unsigned hi() const {
+    return static_cast<unsigned>(iket_state.base >> 32);
+  }
+#if !IKET__BUILD_WRAP
+  // x is 0 in lane 0, all ones in the others (and without buffers), so
+  // that pos_ ^ x is the record's address in one LOP3.
+  __device__ __forceinline__ unsigned x() const { return lt_ | ~(lt_ - 1u); }
+  // lim is the cursor's bound: lane 0's stops before the tail word, a side
+  // cursor while its address is at least record 0's; 0 without buffers.
+  __device__ __forceinline__ unsigned lim() const {
+    return iket_state.base == 0ull ? 0u
+           : x() != 0u             ? 0u - first_
+                                   : first_ + 8u * iket_state.capacity;
+  }
+  // top is the cursor's saturation: lane 0's kCursorLimit, a side cursor's
+  // two slots below record 0.
+  __device__ __forceinline__ unsigned top() const {
+    return x() != 0u ? ~(first_ - 16u) : detail::kCursorLimit;
+  }
+#endif
   // live reports whether the launch has buffers (the runtime set
   // iket_state.base): lt_ is all ones without (see the constructor).
   __device__ __forceinline__ bool live() const { return lt_ != 0xffffffffu; }
@@ -796,15 +815,15 @@ class Warp {
   // buffers): derived, so that no register holds it through the kernel.
   __device__ __forceinline__ WarpHeader* hdr() const {
     return reinterpret_cast<WarpHeader*>(
-        ((static_cast<unsigned long long>(hi_) << 32) | first_) - 64ull);
+        ((static_cast<unsigned long long>(hi()) << 32) | first_) - 64ull);
   }
   // slot is the address of cursor c's record: stop, c is its low word;
   // wrap, a byte count taken modulo the ring.
   __device__ __forceinline__ unsigned long long slot(unsigned c) const {
 #if IKET__BUILD_WRAP
-    return (static_cast<unsigned long long>(hi_) << 32) | (first_ + (c & mask_));
+    return (static_cast<unsigned long long>(hi()) << 32) | (first_ + (c & mask_));
 #else
-    return (static_cast<unsigned long long>(hi_) << 32) | c;
+    return (static_cast<unsigned long long>(hi()) << 32) | c;
 #endif
   }
   // never is the word that IKET__NOW's store is predicated on and stored
@@ -815,7 +834,7 @@ class Warp {
 #if IKET__BUILD_WRAP
     return first_;
 #else
-    return lim_;
+    return lim();
 #endif
   }
   // tag is a record's kind and name in place (format 2, docs/FORMAT.md);
@@ -831,18 +850,13 @@ class Warp {
     return (payload & 0xffffu) + z();
   }
 
-  unsigned hi_;     // high word of the records' addresses
   unsigned first_;  // low word of record 0's address
 #if IKET__BUILD_WRAP
   unsigned mask_;  // 8 * (capacity - 1): byte offset mask
   unsigned on_;    // 1 in lane 0 of a launch with buffers: it stores
   unsigned sc_;    // side events
-#else
-  unsigned x_;    // 0 in lane 0, all ones in the others
-  unsigned lim_;  // the cursor's bound (0 without buffers)
-  unsigned top_;  // the cursor's saturation
 #endif
-  unsigned lt_;   // %lanemask_lt (all ones without buffers)
+  unsigned lt_;     // %lanemask_lt (all ones without buffers)
   // stop: in lane 0 the low word of the next record's address, in the
   // others its complement for the next side record; wrap: bytes.
   unsigned pos_;
@@ -946,7 +960,7 @@ class Batch {
     r2_ = mine ? r2 : r2_;
     c_ = mine ? c : c_;
 #if !IKET__BUILD_WRAP
-    w_.pos_ = w_.x_ == 0u ? min(c + 16u, detail::kCursorLimit) : w_.pos_;
+    w_.pos_ = w_.x() == 0u ? min(c + 16u, detail::kCursorLimit) : w_.pos_;
 #endif
     if (++n_ == 32u) flush(true);
   }
