@@ -227,6 +227,21 @@ func (p *parser) errAt(t token, format string, a ...any) error {
 // them.
 var ruleHeads = []string{"strict", "no_drops", "overlap", "overlap_min_cta", "bubble", "p50", "p90", "p99", "mean", "min", "max", "count", "before", "latency_ratio", "dormant_ratio", "control_ratio"}
 
+// headKind is the kind of the rule that starts with word (a duration
+// function for KindDuration, a kind's own name for the others but duration
+// and lag, which no rule starts with), or 0.
+func headKind(word string) Kind {
+	if durationFuncs[word] {
+		return KindDuration
+	}
+	for k := KindStrict; int(k) < len(kindNames); k++ {
+		if k != KindDuration && k != KindLag && kindNames[k] == word {
+			return k
+		}
+	}
+	return 0
+}
+
 // ParseExpr parses one rule (see the package doc and docs/CI.md). Errors are
 // [*SyntaxError] values naming the column and what was expected there.
 func ParseExpr(s string) (Rule, error) {
@@ -237,30 +252,7 @@ func ParseExpr(s string) (Rule, error) {
 		return Rule{}, p.errAt(head, "expected a rule (%s), found %v", strings.Join(ruleHeads, ", "), head)
 	}
 	r.Func = head.text
-	switch {
-	case head.text == "strict":
-		r.Kind = KindStrict
-	case head.text == "no_drops":
-		r.Kind = KindNoDrops
-	case head.text == "overlap":
-		r.Kind = KindOverlap
-	case head.text == "overlap_min_cta":
-		r.Kind = KindOverlapMinCTA
-	case durationFuncs[head.text]:
-		r.Kind = KindDuration
-	case head.text == "count":
-		r.Kind = KindCount
-	case head.text == "before":
-		r.Kind = KindBefore
-	case head.text == "latency_ratio":
-		r.Kind = KindLatencyRatio
-	case head.text == "dormant_ratio":
-		r.Kind = KindDormantRatio
-	case head.text == "control_ratio":
-		r.Kind = KindControlRatio
-	case head.text == "bubble":
-		r.Kind = KindBubble
-	default:
+	if r.Kind = headKind(head.text); r.Kind == 0 {
 		last := len(ruleHeads) - 1
 		return Rule{}, p.errAt(head, "unknown rule %q: want %s or %s", head.text, strings.Join(ruleHeads[:last], ", "), ruleHeads[last])
 	}

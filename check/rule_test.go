@@ -144,3 +144,37 @@ func TestKindString(t *testing.T) {
 		t.Errorf("String() = %q", got)
 	}
 }
+
+func TestHeadKind(t *testing.T) {
+	for _, tt := range []struct {
+		word string
+		want Kind
+	}{
+		{"strict", KindStrict},
+		{"no_drops", KindNoDrops},
+		{"overlap", KindOverlap},
+		{"overlap_min_cta", KindOverlapMinCTA},
+		{"p90", KindDuration},
+		{"max", KindDuration},
+		{"count", KindCount},
+		{"before", KindBefore},
+		{"latency_ratio", KindLatencyRatio},
+		{"bubble", KindBubble},
+		{"dormant_ratio", KindDormantRatio},
+		{"control_ratio", KindControlRatio},
+		{"duration", 0}, // a kind, not a rule's first word
+		{"lag", 0},      // inside a duration function only
+		{"", 0},
+		{"overlaps", 0},
+	} {
+		if got := headKind(tt.word); got != tt.want {
+			t.Errorf("headKind(%q) = %v, want %v", tt.word, got, tt.want)
+		}
+	}
+	// Every word the parse errors list starts a rule.
+	for _, w := range ruleHeads {
+		if headKind(w) == 0 {
+			t.Errorf("ruleHeads has %q, which headKind does not know", w)
+		}
+	}
+}
