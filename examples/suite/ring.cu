@@ -121,20 +121,20 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&in, n * sizeof(float)));
   CK(cudaMalloc(&out, ctas * sizeof(float)));
   CK(cudaMemcpy(in, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  const auto launch = [&] {
+    if (lane0) ring<true><<<ctas, 32 * (1 + kConsumers)>>>(in, out, tiles);
+    else ring<false><<<ctas, 32 * (1 + kConsumers)>>>(in, out, tiles);
+  };
   // One launch before the clock starts: CUDA loads a kernel's module at its
   // first use (CUDA_MODULE_LOADING=LAZY, the default), which would otherwise
   // fall inside the timed launches, and the caches warm.
-  if (lane0) ring<true><<<ctas, 32 * (1 + kConsumers)>>>(in, out, tiles);
-  else ring<false><<<ctas, 32 * (1 + kConsumers)>>>(in, out, tiles);
+  launch();
   CK(cudaDeviceSynchronize());
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
   CK(cudaEventRecord(e0));
-  for (int i = 0; i < launches; ++i) {
-    if (lane0) ring<true><<<ctas, 32 * (1 + kConsumers)>>>(in, out, tiles);
-    else ring<false><<<ctas, 32 * (1 + kConsumers)>>>(in, out, tiles);
-  }
+  for (int i = 0; i < launches; ++i) launch();
   CK(cudaGetLastError());
   CK(cudaEventRecord(e1));
   CK(cudaEventSynchronize(e1));
