@@ -171,10 +171,23 @@ func TestHeadKind(t *testing.T) {
 			t.Errorf("headKind(%q) = %v, want %v", tt.word, got, tt.want)
 		}
 	}
-	// Every word the parse errors list starts a rule.
+	// Every word the parse errors list starts a rule, and every word that
+	// starts one is listed.
+	listed := map[string]bool{}
 	for _, w := range ruleHeads {
+		listed[w] = true
 		if headKind(w) == 0 {
 			t.Errorf("ruleHeads has %q, which headKind does not know", w)
+		}
+	}
+	for f := range durationFuncs {
+		if !listed[f] {
+			t.Errorf("ruleHeads lacks the duration function %q", f)
+		}
+	}
+	for k := KindStrict; int(k) < len(kindNames); k++ {
+		if w := kindNames[k]; headKind(w) != 0 && !listed[w] {
+			t.Errorf("ruleHeads lacks %q", w)
 		}
 	}
 }
