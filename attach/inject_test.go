@@ -221,6 +221,23 @@ func TestInject(t *testing.T) {
 			},
 		},
 		{
+			name: "a kernel that constructs no Warp in an instrumented module is not counted",
+			args: []string{"--kernel", "_Z4fillv", "plain", "--kernel", "_Z8pipelinePfS_i", "pc", "--launches", "2"},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				tr := p.Traced()
+				if len(tr) != 1 || tr[0].Kernel != "pipeline" || tr[0].Info.Index != 0 {
+					t.Fatalf("traced %+v, want pipeline's launch as launch 0", tr)
+				}
+				if len(p.Skipped) != 1 || p.Skipped[0].Code != "no_warp" || p.Skipped[0].Kernel == nil || *p.Skipped[0].Kernel != "_Z4fillv" {
+					t.Errorf("skipped %+v, want fill's first launch named once", p.Skipped)
+				}
+				if p.Bye == nil || p.Bye.Launches != 3 || p.Bye.Matching != 1 || p.Bye.Traced != 1 {
+					t.Errorf("bye %+v, want 3 launches seen, 1 matching, 1 traced", p.Bye)
+				}
+			},
+		},
+		{
 			name: "an uninstrumented program",
 			args: []string{"--uninstrumented"},
 			check: func(t *testing.T, r *Result) {

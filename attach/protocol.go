@@ -109,9 +109,14 @@ type LaunchInfo struct {
 // Skip is a launch that could not be traced.
 type Skip struct {
 	Kernel *string `json:"kernel"` // nil for a graph launch
-	Code   string  `json:"code"`   // graph, stream_capture, too_large, alloc, ...
+	Code   string  `json:"code"`   // graph, stream_capture, too_large, alloc, SkipNoWarp, ...
 	Why    string  `json:"why"`
 }
+
+// SkipNoWarp is the code of a kernel of an instrumented module whose first
+// traced launch had no warp construct an iket::Warp: it records nothing, is
+// not counted against the selection and is not traced again.
+const SkipNoWarp = "no_warp"
 
 // Start is a traced or timed launch beginning.
 type Start struct {

@@ -961,6 +961,18 @@ static void report(pending *p, const char *status, CUresult err, float ms, const
   free(b.p);
 }
 
+/* any_started reports whether a warp of launch p wrote its start record:
+ * the header's magic (docs/FORMAT.md section 3) in bufs, p's buffers. */
+static int any_started(const pending *p, const void *bufs) {
+  const unsigned long long stride = 64ull + 8ull * (capacity + 1ull);
+  for (unsigned long long w = 0; w < p->warps; ++w) {
+    uint32_t magic;
+    memcpy(&magic, (const char *)bufs + w * stride, 4);
+    if (magic == 0x57454b49u) return 1;
+  }
+  return 0;
+}
+
 /* wait_for polls the end event until it completes, fails or times out. */
 static CUresult wait_for(CUevent ev, int *timed_out) {
   struct timespec t0, t;
@@ -1412,6 +1424,20 @@ static void launch_exit(const CUpti_CallbackData *d) {
     bufs = h;
   }
   put_state(p->fn, 0, 0, 1);
+  if (bufs != NULL && !any_started(p, bufs)) {
+    /* No warp constructed an iket::Warp: the kernel only shares a module
+     * with instrumented ones (an init or a reference kernel beside them).
+     * It is not a traced launch: it does not count against the selection,
+     * and the kernel's later launches run untouched. */
+    p->fn->selected = 0;
+    --matching;
+    skip(p->fn->name, "no_warp",
+         "no warp of its first traced launch constructed an iket::Warp (the kernel only shares a module with "
+         "instrumented kernels): not counted as a launch to trace; its later launches run untouched");
+    free(h);
+    free_pending(p);
+    return;
+  }
   ++traced;
   if (bufs == NULL) {
     report(p, "copy_error", CUDA_SUCCESS, ms, NULL, 0);

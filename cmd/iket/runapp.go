@@ -374,7 +374,20 @@ func noLaunchError(o runOptions, r *attach.Result) error {
 	if len(r.Processes) == 0 {
 		return errors.New("no traced launch: the program never initialized CUDA with iket attached (it did not call cuInit, or is linked statically against a CUDA driver iket cannot inject into)")
 	}
+	// Kernels that constructed no Warp record nothing: not listed as
+	// instrumented, but named when they are all there was.
 	seen := map[string]bool{}
+	var silent []string
+	for _, p := range r.Processes {
+		for _, s := range p.Skipped {
+			if s.Code == attach.SkipNoWarp && s.Kernel != nil {
+				if k := attach.Demangle(*s.Kernel); !seen[k] {
+					seen[k] = true
+					silent = append(silent, safeText(k))
+				}
+			}
+		}
+	}
 	var inst []string
 	for _, p := range r.Processes {
 		for _, k := range p.Instrumented {
@@ -383,6 +396,9 @@ func noLaunchError(o runOptions, r *attach.Result) error {
 				inst = append(inst, safeText(k))
 			}
 		}
+	}
+	if len(inst) == 0 && len(silent) > 0 {
+		return fmt.Errorf("no instrumented kernel launched: %s, in a module built with -DIKET_ENABLE=1, constructed no iket::Warp (construct one, first, in the kernel to trace)", strings.Join(silent, ", "))
 	}
 	if len(inst) == 0 {
 		return errors.New("no instrumented kernel launched: was the program built with -DIKET_ENABLE=1 (and does a kernel include iket.cuh and construct iket::Warp)?")

@@ -99,6 +99,12 @@ func TestRunApp(t *testing.T) {
 			files: []string{"trace.iket"}, stderr: "exited with status 7"},
 		{name: "not instrumented", code: 2, pairs: -1, stderr: "-DIKET_ENABLE=1",
 			args: func(o string) []string { return []string{"run", "-o", o, "--", app, "--uninstrumented"} }},
+		{name: "a kernel beside the instrumented one that constructs no Warp", code: 0, pairs: 1, stderr: "launch 0: pipeline, occurrence 0",
+			args: func(o string) []string {
+				return []string{"run", "-o", o, "--", app, "--kernel", "_Z4fillv", "plain", "--kernel", "_Z8pipelinePfS_i", "pc"}
+			}, files: []string{"trace.iket"}},
+		{name: "only kernels that construct no Warp", code: 2, pairs: -1, stderr: "no instrumented kernel launched: fill, in a module built with -DIKET_ENABLE=1, constructed no iket::Warp",
+			args: func(o string) []string { return []string{"run", "-o", o, "--", app, "--kernel", "_Z4fillv", "plain"} }},
 		{name: "no kernel matched", code: 2, pairs: -1, stderr: "matched no launch",
 			args: func(o string) []string { return []string{"run", "-o", o, "--kernel", "^zzz", "--", app} }},
 		{name: "program missing", code: 2, pairs: -1, stderr: "start /nonexistent/app",
