@@ -238,6 +238,37 @@ func TestInject(t *testing.T) {
 			},
 		},
 		{
+			name: "a launch too large for its buffers at --capacity runs with fewer records per warp",
+			args: []string{"--launches", "1"},
+			env:  []string{"IKET_BUFFER_LIMIT=20000"}, // 8 warps: 256 records each fit, 4096 do not
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				tr := p.Traced()
+				if len(tr) != 1 || tr[0].Info.Capacity != 256 || tr[0].Info.BufferBytes != 8*(64+8*257) {
+					t.Fatalf("traced %+v, want one launch at 256 records per warp", tr)
+				}
+				if !hasNote(p, "capacity") {
+					t.Errorf("notes %+v, want the lowered capacity named", p.Notes)
+				}
+				for w, n := range func() []int { _, ev := decodeAll(t, p); return ev[0] }() {
+					if n != 9 {
+						t.Errorf("warp %d: %d events, want 9", w, n)
+					}
+				}
+			},
+		},
+		{
+			name: "a launch too large for buffers of 16 records is named",
+			args: []string{"--launches", "1"},
+			env:  []string{"IKET_BUFFER_LIMIT=1000"},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if len(p.Traced()) != 0 || len(p.Skipped) != 1 || p.Skipped[0].Code != "too_large" {
+					t.Errorf("traced %d, skipped %+v; want the launch named too large", len(p.Traced()), p.Skipped)
+				}
+			},
+		},
+		{
 			name: "an uninstrumented program",
 			args: []string{"--uninstrumented"},
 			check: func(t *testing.T, r *Result) {

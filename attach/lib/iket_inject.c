@@ -18,6 +18,8 @@
  * Environment (set by `iket run`): IKET_SOCKET, IKET_MODE (trace or time),
  * IKET_CAPACITY, IKET_LAUNCHES (ranges of matching launches to trace, e.g.
  * "0-0,3-5"), IKET_WATCH (1: host-mapped buffers), IKET_TIMEOUT_MS,
+ * IKET_BUFFER_LIMIT (the most bytes of a traced launch's buffers;
+ * default and at most 4 GiB less 4 KiB),
  * IKET_FLUSH_L2 (bytes to write before each timed launch), IKET_IDLE_MS
  * (how long the GPU is left idle before the flush; default 20),
  * IKET_RECORDS_L2 (0: traced launches' records not kept in the L2),
@@ -111,6 +113,9 @@ static pid_t sock_pid;
 static pid_t sock_failed; /* the process whose connection failed */
 static int mode = MODE_TRACE;
 static unsigned capacity = 4096;
+/* IKET_BUFFER_LIMIT: the most bytes a traced launch's warp buffers take;
+ * at most one 4 GiB window less its margin (docs/FORMAT.md section 3). */
+static unsigned long long buffer_limit = 0xffffffffull - 4096;
 static int watch;
 static long timeout_ms = 10000;
 static size_t flush_bytes; /* IKET_FLUSH_L2: bytes written before each timed launch */
@@ -145,6 +150,7 @@ typedef struct fn {
   CUfunction func; /* f, or the function of the CUkernel f */
   CUcontext ctx;
   int decided, instrumented, selected;
+  int capacity_noted; /* the lowered capacity was named once */
   CUdeviceptr state, table;
   size_t state_size, table_size;
   unsigned char initial[STATE_SIZE];
@@ -167,6 +173,7 @@ typedef struct pending {
   unsigned long long index, occurrence;
   unsigned warps_per_cta;
   unsigned long long warps;
+  unsigned capacity; /* records per warp it runs with (launch_capacity) */
   size_t size, alloc;
   CUdeviceptr dbuf, base;
   void *hbuf;        /* watch: the mapped host allocation */
@@ -827,6 +834,19 @@ static CUdeviceptr window(CUdeviceptr d, size_t n, size_t need) {
   return next + need <= d + n ? next : 0;
 }
 
+/* launch_capacity is the records per warp a launch of warps warps runs
+ * with: --capacity, or, when its buffers would then take more than the
+ * buffer limit, the largest power of two that fits (a power of two for a
+ * wrap build too); 0 when not even 16 do. The timed programs compute it
+ * alike for the bytes they write in place of the buffers' zeroing. */
+static unsigned launch_capacity(unsigned long long warps) {
+  if (warps == 0) return 0;
+  if (warps <= buffer_limit / (64ull + 8ull * (capacity + 1ull))) return capacity;
+  unsigned c = 1u << 30;
+  while (c > capacity || (c >= 16u && warps > buffer_limit / (64ull + 8ull * (c + 1ull)))) c >>= 1;
+  return c >= 16u ? c : 0;
+}
+
 /* buffers_need is what a launch's size bytes of warp buffers take with
  * their margin: a cursor saturates 32 bytes below a 4 GiB boundary. */
 static size_t buffers_need(size_t size) { return size + 32; }
@@ -949,7 +969,7 @@ static void report(pending *p, const char *status, CUresult err, float ms, const
     memcpy(&version, p->fn->initial + 20, 4);
     memcpy(&build, p->fn->initial + 24, 4);
     bprintf(&b, ",\"warps_per_cta\":%u,\"warps\":%llu,\"capacity\":%u,\"version\":%u,\"build\":%u,\"watch\":%s",
-            p->warps_per_cta, p->warps, capacity, version, build, watch ? "true" : "false");
+            p->warps_per_cta, p->warps, p->capacity, version, build, watch ? "true" : "false");
     bprintf(&b, ",\"buffer_bytes\":%zu,\"records_l2_bytes\":%zu", n, p->l2_kept);
   }
   BLIT(&b, ",");
@@ -964,7 +984,7 @@ static void report(pending *p, const char *status, CUresult err, float ms, const
 /* any_started reports whether a warp of launch p wrote its start record:
  * the header's magic (docs/FORMAT.md section 3) in bufs, p's buffers. */
 static int any_started(const pending *p, const void *bufs) {
-  const unsigned long long stride = 64ull + 8ull * (capacity + 1ull);
+  const unsigned long long stride = 64ull + 8ull * (p->capacity + 1ull);
   for (unsigned long long w = 0; w < p->warps; ++w) {
     uint32_t magic;
     memcpy(&magic, (const char *)bufs + w * stride, 4);
@@ -1231,9 +1251,9 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
     return;
   }
   /* The bytes a traced launch's warp buffers take, 0 when they would not
-   * fit in one 4 GiB window. */
-  unsigned long long stride = 64ull + 8ull * (capacity + 1ull);
-  size_t buf_bytes = p->warps > 0 && p->warps <= (0xffffffffull - 4096) / stride ? (size_t)(p->warps * stride) : 0;
+   * fit. */
+  p->capacity = launch_capacity(p->warps);
+  size_t buf_bytes = p->capacity > 0 ? (size_t)(p->warps * (64ull + 8ull * (p->capacity + 1ull))) : 0;
   if (trace) {
     unsigned build;
     memcpy(&build, e->initial + 24, 4);
@@ -1243,9 +1263,14 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
       return;
     }
     if (buf_bytes == 0) {
-      skip(e->name, "too_large", "the launch's warp buffers would not fit in 4 GiB: lower --capacity");
+      skip(e->name, "too_large", "the launch has too many warps for buffers of 16 records each within the buffer limit (4 GiB, or IKET_BUFFER_LIMIT)");
       free(p);
       return;
+    }
+    if (p->capacity < capacity && !e->capacity_noted) {
+      e->capacity_noted = 1;
+      note("warning", "capacity", "%s: %llu warps at --capacity %u would take more than %llu bytes of buffers: traced with %u records per warp (a warp's events past them are counted as dropped)",
+           e->name, p->warps, capacity, buffer_limit, p->capacity);
     }
     p->size = buf_bytes;
     if ((r = alloc_buffers(p)) != CUDA_SUCCESS) {
@@ -1253,7 +1278,7 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
       free_pending(p);
       return;
     }
-    put_state(e, p->base, capacity, p->warps_per_cta);
+    put_state(e, p->base, p->capacity, p->warps_per_cta);
   } else if (flush_bytes == 0 && !watch) {
     /* Without a flush a traced launch starts right after the zeroing of its
      * buffers, which evicts as much of the L2 as they are large (at the
@@ -1606,6 +1631,8 @@ EXPORT int InitializeInjection(void) {
   watch = w && strcmp(w, "1") == 0;
   const char *t = getenv("IKET_TIMEOUT_MS");
   if (t && atol(t) > 0) timeout_ms = atol(t);
+  const char *bl = getenv("IKET_BUFFER_LIMIT");
+  if (bl && strtoull(bl, NULL, 10) > 0 && strtoull(bl, NULL, 10) < buffer_limit) buffer_limit = strtoull(bl, NULL, 10);
   const char *il = getenv("IKET_IDLE_MS");
   if (il && *il) idle_ms = atol(il);
   const char *rl = getenv("IKET_RECORDS_L2");

@@ -40,7 +40,7 @@ func (o *runOptions) flags(cmd *cobra.Command) {
 	f.StringVarP(&o.out, "output", "o", "iket-out", "output folder")
 	f.IntVar(&o.device, "device", 0, "CUDA device ordinal")
 	f.StringVar(&o.arch, "arch", iket.DefaultArch, "NVRTC target architecture")
-	f.Uint32Var(&o.capacity, "capacity", 0, "records per warp (default: the runtime's)")
+	f.Uint32Var(&o.capacity, "capacity", 0, "records per warp (default: the runtime's; run -- CMD lowers it for a launch whose buffers would take more than 4 GiB)")
 	f.StringVar(&o.mode, "mode", "stop", "full buffer: stop (count drops) or wrap (keep the newest)")
 	f.BoolVar(&o.watch, "watch", false, "host-mapped buffers, readable while the kernel runs (slower; for hangs and faults)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "report the kernel as hung after this long")
