@@ -40,9 +40,19 @@ type Hello struct {
 
 // Note is a warning or an error from the library.
 type Note struct {
-	Level string `json:"level"` // "warning" or "error"
-	Code  string `json:"code"`  // cupti_missing, cupti_taken, cupti_error, driver, l2_window, ...
-	Msg   string `json:"msg"`
+	Level  string  `json:"level"`  // "warning" or "error"
+	Code   string  `json:"code"`   // cupti_missing, cupti_taken, cupti_error, driver, l2_window, capacity, ...
+	Kernel *string `json:"kernel"` // the kernel it is about (mangled), if one
+	Msg    string  `json:"msg"`
+}
+
+// Text is the note's message, after its kernel's demangled name when it
+// names one.
+func (n Note) Text() string {
+	if n.Kernel == nil {
+		return n.Msg
+	}
+	return Demangle(*n.Kernel) + ": " + n.Msg
 }
 
 // KernelQuery describes a function the library saw launched for the first

@@ -330,21 +330,34 @@ static int send_msg(char type, const buf *json, const void *payload, size_t plen
   return 0;
 }
 
-/* note sends a warning or an error the iket process reports. */
-static void note(const char *level, const char *code, const char *fmt, ...) {
+/* vnote sends a warning or an error the iket process reports, about the
+ * kernel named (mangled; NULL: none). */
+static void vnote(const char *level, const char *code, const char *kernel, const char *fmt, va_list ap) {
   char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
   buf b = {0};
   bfield(&b, "{\"level\":", level);
   bfield(&b, ",\"code\":", code);
+  if (kernel) bfield(&b, ",\"kernel\":", kernel);
   bfield(&b, ",\"msg\":", msg);
   BLIT(&b, "}");
   if (!b.oom && send_msg('E', &b, NULL, 0) < 0 && strcmp(level, "error") == 0)
     fprintf(stderr, "iket: %s\n", msg); /* no iket process to tell */
   free(b.p);
+}
+
+static void note(const char *level, const char *code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vnote(level, code, NULL, fmt, ap);
+  va_end(ap);
+}
+
+static void kernel_note(const char *level, const char *code, const char *kernel, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vnote(level, code, kernel, fmt, ap);
+  va_end(ap);
 }
 
 static void hello(void) {
@@ -1269,8 +1282,9 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
     }
     if (p->capacity < capacity && !e->capacity_noted) {
       e->capacity_noted = 1;
-      note("warning", "capacity", "%s: %llu warps at --capacity %u would take more than %llu bytes of buffers: traced with %u records per warp (a warp's events past them are counted as dropped)",
-           e->name, p->warps, capacity, buffer_limit, p->capacity);
+      kernel_note("warning", "capacity", e->name,
+                  "%llu warps at --capacity %u would take more than %llu bytes of buffers: traced with %u records per warp (a warp's events past them are counted as dropped)",
+                  p->warps, capacity, buffer_limit, p->capacity);
     }
     p->size = buf_bytes;
     if ((r = alloc_buffers(p)) != CUDA_SUCCESS) {

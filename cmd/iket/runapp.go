@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -201,7 +202,7 @@ func timedRun(res, r *attach.Result, who, what string) (map[*attach.Process]*att
 	for _, p := range r.Processes {
 		for _, n := range p.Notes {
 			if n.Level == "error" {
-				problems = append(problems, fmt.Sprintf("%s %d: %s", who, p.Hello.PID, n.Msg))
+				problems = append(problems, fmt.Sprintf("%s %d: %s", who, p.Hello.PID, safeText(n.Text())))
 			}
 		}
 	}
@@ -253,10 +254,11 @@ func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, runs 
 	var problems []string
 	for _, p := range res.Processes {
 		for _, n := range p.Notes {
+			msg := safeText(n.Text())
 			if n.Level == "error" {
-				problems = append(problems, fmt.Sprintf("process %d: %s", p.Hello.PID, n.Msg))
+				problems = append(problems, fmt.Sprintf("process %d: %s", p.Hello.PID, msg))
 			} else {
-				fmt.Fprintf(w, "iket: warning: process %d: %s\n", p.Hello.PID, n.Msg)
+				fmt.Fprintf(w, "iket: warning: process %d: %s\n", p.Hello.PID, msg)
 			}
 		}
 		for _, r := range p.Refused {
@@ -403,10 +405,22 @@ func noLaunchError(o runOptions, r *attach.Result) error {
 	if len(inst) == 0 {
 		return errors.New("no instrumented kernel launched: was the program built with -DIKET_ENABLE=1 (and does a kernel include iket.cuh and construct iket::Warp)?")
 	}
-	if o.app.kernel != "" {
-		return fmt.Errorf("no traced launch: instrumented kernels launched: %s; --kernel %q matched no launch in --launch %s", strings.Join(inst, ", "), o.app.kernel, o.app.launch)
+	var skipped []string // why selected launches were not traced
+	for _, p := range r.Processes {
+		for _, s := range p.Skipped {
+			if s.Code != attach.SkipNoWarp && !slices.Contains(skipped, s.Code) {
+				skipped = append(skipped, s.Code)
+			}
+		}
 	}
-	return fmt.Errorf("no traced launch: instrumented kernels launched: %s; --launch %s selected none of their launches", strings.Join(inst, ", "), o.app.launch)
+	why := ""
+	if len(skipped) > 0 {
+		why = fmt.Sprintf(" or were not traced (%s: the lines above say why)", strings.Join(skipped, ", "))
+	}
+	if o.app.kernel != "" {
+		return fmt.Errorf("no traced launch: instrumented kernels launched: %s; --kernel %q matched no launch in --launch %s%s", strings.Join(inst, ", "), o.app.kernel, o.app.launch, why)
+	}
+	return fmt.Errorf("no traced launch: instrumented kernels launched: %s; --launch %s selected none of their launches%s", strings.Join(inst, ", "), o.app.launch, why)
 }
 
 // writeAppGroup writes one capture and its outputs, and prints a summary.
