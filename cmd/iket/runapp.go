@@ -415,7 +415,7 @@ func noLaunchError(o runOptions, r *attach.Result) error {
 	}
 	why := ""
 	if len(skipped) > 0 {
-		why = fmt.Sprintf(" or were not traced (%s: the lines above say why)", strings.Join(skipped, ", "))
+		why = fmt.Sprintf(" that iket could trace (not traced: %s; the lines above say why)", strings.Join(skipped, ", "))
 	}
 	if o.app.kernel != "" {
 		return fmt.Errorf("no traced launch: instrumented kernels launched: %s; --kernel %q matched no launch in --launch %s%s", strings.Join(inst, ", "), o.app.kernel, o.app.launch, why)

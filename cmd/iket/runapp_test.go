@@ -105,7 +105,7 @@ func TestRunApp(t *testing.T) {
 			}, files: []string{"trace.iket"}},
 		{name: "only kernels that construct no Warp", code: 2, pairs: -1, stderr: "no instrumented kernel launched: fill, in a module built with -DIKET_ENABLE=1, constructed no iket::Warp",
 			args: func(o string) []string { return []string{"run", "-o", o, "--", app, "--kernel", "_Z4fillv", "plain"} }},
-		{name: "a launch too large to trace", code: 2, pairs: -1, stderr: "selected none of their launches or were not traced (too_large: the lines above say why)", env: []string{"IKET_BUFFER_LIMIT=1000"},
+		{name: "a launch too large to trace", code: 2, pairs: -1, stderr: "--launch 0 selected none of their launches that iket could trace (not traced: too_large; the lines above say why)", env: []string{"IKET_BUFFER_LIMIT=1000"},
 			args: func(o string) []string { return []string{"run", "-o", o, "--", app} }},
 		{name: "a lowered capacity names its kernel", code: 0, pairs: 1, stderr: ": pipeline: 8 warps at --capacity 4096 would take more than 20000 bytes of buffers: traced with 256 records per warp", env: []string{"IKET_BUFFER_LIMIT=20000"},
 			args: func(o string) []string { return []string{"run", "-o", o, "--", app, "--launches", "1"} }},
