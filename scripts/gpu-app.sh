@@ -82,6 +82,14 @@ step dormant bash -c "$IKET run -o $R/dormant --kernel pipeline --launch 0-4 --b
 step kernel-demangled bash -c "$IKET run -o $R/demangled --kernel 'app::pipeline<4, 2>' -- $W/app &&
   $IKET stats $R/demangled/trace.iket | grep -q compute"
 step kernel-second bash -c "$IKET run -o $R/second --kernel '^scale_kernel' -- $W/app && $IKET stats $R/second/trace.iket | grep -q scale"
+# The first launch, zero_out, constructs no iket::Warp: named, not counted;
+# the default selection traces the next instrumented launch (scale_kernel).
+step no-warp bash -c "$IKET run -o $R/nowarp -- $W/app > $W/nowarp.out 2>&1; rc=\$?; cat $W/nowarp.out; [ \$rc -eq 0 ] &&
+  grep -q 'zero_out: no warp of its first traced launch constructed an iket::Warp' $W/nowarp.out && grep -q 'launch 0: scale_kernel' $W/nowarp.out && traced $R/nowarp"
+# Buffers past IKET_BUFFER_LIMIT (792 warps, 4 MB): 512 records per warp, not
+# 4096; every event still fits (about 255 per warp).
+step capacity-fit bash -c "IKET_BUFFER_LIMIT=4000000 $IKET run -o $R/fit --kernel pipeline -- $W/app > $W/fit.out 2>&1; rc=\$?; cat $W/fit.out; [ \$rc -eq 0 ] &&
+  grep -q 'traced with 512 records per warp' $W/fit.out && traced $R/fit && $IKET validate $R/fit/trace.iket"
 step no-match expect 2 "matched no launch" "$IKET" run -o "$R/nomatch" --kernel nothing_like_this -- "$W/app"
 step not-instrumented expect 2 "IKET_ENABLE" "$IKET" run -o "$R/plain" -- "$W/app_plain"
 # The example records its end mark with lane 0 alone after whole-warp

@@ -28,6 +28,12 @@
 
 void scale(float* x, int n, float a, cudaStream_t s);  // scale.cu
 
+// zero_out clears the output: a kernel without an iket::Warp in the same
+// file as the instrumented one (so in its module), as programs have.
+__global__ void zero_out(float* p, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = 0.f;
+}
+
 constexpr int kStages = 4, kConsumers = 2;
 
 int main(int argc, char** argv) {
@@ -59,6 +65,8 @@ int main(int argc, char** argv) {
   CK(cudaMemcpy(in, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   cudaStream_t st;
   CK(cudaStreamCreate(&st));
+  zero_out<<<1, 256, 0, st>>>(out, ctas);
+  CK(cudaGetLastError());
   auto kernel = app::pipeline<kStages, kConsumers>;
   const dim3 grid(ctas), block(32 * (1 + kConsumers));
   if (hang || fault) {
