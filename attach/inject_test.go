@@ -258,6 +258,24 @@ func TestInject(t *testing.T) {
 			},
 		},
 		{
+			name: "a wrap build's lowered capacity stays a power of two",
+			args: []string{"--launches", "1", "--wrap"},
+			env:  []string{"IKET_BUFFER_LIMIT=30000"}, // 8 warps: at most 459 records each
+			opt:  Options{Capacity: 1024},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				tr := p.Traced()
+				if len(tr) != 1 || tr[0].Info.Capacity != 256 || tr[0].Info.Build != 1 {
+					t.Fatalf("traced %+v, want one wrap launch at 256 records per warp", tr)
+				}
+				for w, n := range func() []int { _, ev := decodeAll(t, p); return ev[0] }() {
+					if n != 9 {
+						t.Errorf("warp %d: %d events, want 9", w, n)
+					}
+				}
+			},
+		},
+		{
 			name: "a launch too large for buffers of 16 records is named",
 			args: []string{"--launches", "1"},
 			env:  []string{"IKET_BUFFER_LIMIT=1000"},
