@@ -847,6 +847,10 @@ static CUdeviceptr window(CUdeviceptr d, size_t n, size_t need) {
   return next + need <= d + n ? next : 0;
 }
 
+/* slot_bytes is a warp slot's size at cap records: the 64-byte header,
+ * the records and the tail word (docs/FORMAT.md section 3). */
+static unsigned long long slot_bytes(unsigned cap) { return 64ull + 8ull * (cap + 1ull); }
+
 /* launch_capacity is the records per warp a launch of warps warps runs
  * with: --capacity, or, when its buffers would then take more than the
  * buffer limit, the largest power of two that fits (a power of two for a
@@ -854,9 +858,9 @@ static CUdeviceptr window(CUdeviceptr d, size_t n, size_t need) {
  * alike for the bytes they write in place of the buffers' zeroing. */
 static unsigned launch_capacity(unsigned long long warps) {
   if (warps == 0) return 0;
-  if (warps <= buffer_limit / (64ull + 8ull * (capacity + 1ull))) return capacity;
+  if (warps <= buffer_limit / slot_bytes(capacity)) return capacity;
   unsigned c = 1u << 30;
-  while (c > capacity || (c >= 16u && warps > buffer_limit / (64ull + 8ull * (c + 1ull)))) c >>= 1;
+  while (c > capacity || (c >= 16u && warps > buffer_limit / slot_bytes(c))) c >>= 1;
   return c >= 16u ? c : 0;
 }
 
@@ -997,7 +1001,7 @@ static void report(pending *p, const char *status, CUresult err, float ms, const
 /* any_started reports whether a warp of launch p wrote its start record:
  * the header's magic (docs/FORMAT.md section 3) in bufs, p's buffers. */
 static int any_started(const pending *p, const void *bufs) {
-  const unsigned long long stride = 64ull + 8ull * (p->capacity + 1ull);
+  const unsigned long long stride = slot_bytes(p->capacity);
   for (unsigned long long w = 0; w < p->warps; ++w) {
     uint32_t magic;
     memcpy(&magic, (const char *)bufs + w * stride, 4);
@@ -1266,7 +1270,7 @@ static void begin_launch(const CUpti_CallbackData *d, fn *e, pending *tmpp, CUfu
   /* The bytes a traced launch's warp buffers take, 0 when they would not
    * fit. */
   p->capacity = launch_capacity(p->warps);
-  size_t buf_bytes = p->capacity > 0 ? (size_t)(p->warps * (64ull + 8ull * (p->capacity + 1ull))) : 0;
+  size_t buf_bytes = p->capacity > 0 ? (size_t)(p->warps * slot_bytes(p->capacity)) : 0;
   if (trace) {
     unsigned build;
     memcpy(&build, e->initial + 24, 4);
@@ -1646,7 +1650,8 @@ EXPORT int InitializeInjection(void) {
   const char *t = getenv("IKET_TIMEOUT_MS");
   if (t && atol(t) > 0) timeout_ms = atol(t);
   const char *bl = getenv("IKET_BUFFER_LIMIT");
-  if (bl && strtoull(bl, NULL, 10) > 0 && strtoull(bl, NULL, 10) < buffer_limit) buffer_limit = strtoull(bl, NULL, 10);
+  unsigned long long blv = bl ? strtoull(bl, NULL, 10) : 0;
+  if (blv > 0 && blv < buffer_limit) buffer_limit = blv;
   const char *il = getenv("IKET_IDLE_MS");
   if (il && *il) idle_ms = atol(il);
   const char *rl = getenv("IKET_RECORDS_L2");
