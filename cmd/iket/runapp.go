@@ -377,16 +377,20 @@ func noLaunchError(o runOptions, r *attach.Result) error {
 		return errors.New("no traced launch: the program never initialized CUDA with iket attached (it did not call cuInit, or is linked statically against a CUDA driver iket cannot inject into)")
 	}
 	// Kernels that constructed no Warp record nothing: not listed as
-	// instrumented, but named when they are all there was.
+	// instrumented, but named when they are all there was. The other
+	// skips' codes say why selected launches were not traced.
 	seen := map[string]bool{}
-	var silent []string
+	var silent, skipped []string
 	for _, p := range r.Processes {
 		for _, s := range p.Skipped {
-			if s.Code == attach.SkipNoWarp && s.Kernel != nil {
+			switch {
+			case s.Code == attach.SkipNoWarp && s.Kernel != nil:
 				if k := attach.Demangle(*s.Kernel); !seen[k] {
 					seen[k] = true
 					silent = append(silent, safeText(k))
 				}
+			case s.Code != attach.SkipNoWarp && !slices.Contains(skipped, s.Code):
+				skipped = append(skipped, s.Code)
 			}
 		}
 	}
@@ -404,14 +408,6 @@ func noLaunchError(o runOptions, r *attach.Result) error {
 	}
 	if len(inst) == 0 {
 		return errors.New("no instrumented kernel launched: was the program built with -DIKET_ENABLE=1 (and does a kernel include iket.cuh and construct iket::Warp)?")
-	}
-	var skipped []string // why selected launches were not traced
-	for _, p := range r.Processes {
-		for _, s := range p.Skipped {
-			if s.Code != attach.SkipNoWarp && !slices.Contains(skipped, s.Code) {
-				skipped = append(skipped, s.Code)
-			}
-		}
 	}
 	why := ""
 	if len(skipped) > 0 {
