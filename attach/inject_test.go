@@ -238,6 +238,71 @@ func TestInject(t *testing.T) {
 			},
 		},
 		{
+			name: "a dormant build is traced through its PTX, compiled again with its events on",
+			args: []string{"--dormant", "ptx", "--launches", "2"},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if n := len(p.Traced()); n != 1 {
+					t.Fatalf("traced %d launches, want 1", n)
+				}
+				for w, n := range func() []int { _, ev := decodeAll(t, p); return ev[0] }() {
+					if n != 9 {
+						t.Errorf("warp %d: %d events, want 9 (the module loaded with its gates set)", w, n)
+					}
+				}
+				if len(p.Skipped) != 0 || len(p.Notes) != 0 {
+					t.Errorf("skipped %+v, notes %+v, want none", p.Skipped, p.Notes)
+				}
+			},
+		},
+		{
+			name: "a dormant build with no PTX is named, not traced",
+			args: []string{"--dormant", "sass", "--launches", "2"},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if n := len(p.Traced()); n != 0 {
+					t.Fatalf("traced %d launches, want none", n)
+				}
+				if len(p.Skipped) != 1 || p.Skipped[0].Code != "dormant" || !strings.Contains(p.Skipped[0].Why, "-DIKET_LIVE=1") {
+					t.Errorf("skipped %+v, want the kernel named once as a dormant build, with the ways out", p.Skipped)
+				}
+				if p.Bye == nil || p.Bye.Launches != 2 || p.Bye.Matching != 0 {
+					t.Errorf("bye %+v, want 2 launches seen, none matching", p.Bye)
+				}
+			},
+		},
+		{
+			name: "a dormant build whose PTX does not compile runs as built",
+			args: []string{"--dormant", "ptx", "--launches", "2"},
+			env:  []string{"FAKE_JIT_FAIL=1"},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if n := len(p.Traced()); n != 0 {
+					t.Fatalf("traced %d launches, want none", n)
+				}
+				if !hasNote(p, "jit") || len(p.Skipped) != 1 || p.Skipped[0].Code != "dormant" {
+					t.Errorf("notes %+v, skipped %+v, want the failed compile noted and the kernel named", p.Notes, p.Skipped)
+				}
+				if p.Bye == nil || p.Bye.Launches != 2 {
+					t.Errorf("bye %+v, want the program's 2 launches", p.Bye)
+				}
+			},
+		},
+		{
+			name: "timing runs a dormant build as built",
+			args: []string{"--dormant", "ptx", "--launches", "2"},
+			opt:  Options{Mode: ModeTime, Times: map[string][]uint64{"_Z8pipelinePfS_i": {0, 1}}},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if len(p.Launches) != 2 {
+					t.Fatalf("timed %d launches, want 2", len(p.Launches))
+				}
+				if len(p.Skipped) != 0 || len(p.Notes) != 0 {
+					t.Errorf("skipped %+v, notes %+v, want none", p.Skipped, p.Notes)
+				}
+			},
+		},
+		{
 			name: "a launch too large for its buffers at --capacity runs with fewer records per warp",
 			args: []string{"--launches", "1"},
 			env:  []string{"IKET_BUFFER_LIMIT=20000"}, // 8 warps: 256 records each fit, 4096 do not

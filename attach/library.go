@@ -14,7 +14,7 @@ import (
 	"strings"
 )
 
-//go:embed lib/iket_inject.c lib/iket_cuda.h
+//go:embed lib/iket_inject.c lib/iket_cuda.h lib/iket_jit.h
 var libSource embed.FS
 
 // LibraryName is the file name of the built injection library.
@@ -36,11 +36,16 @@ func Library(ctx context.Context, dir string) (string, error) {
 		}
 		return filepath.Abs(p)
 	}
-	src, hdr, err := sources()
+	files, err := sources()
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(append(append([]byte{}, src...), hdr...))
+	h := sha256.New()
+	for _, name := range libFiles {
+		h.Write([]byte(name))
+		h.Write(files[name])
+	}
+	sum := h.Sum(nil)
 	if dir == "" {
 		base, err := os.UserCacheDir()
 		if err != nil {
@@ -69,7 +74,7 @@ func Library(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("build injection library: %w", err)
 	}
 	defer os.RemoveAll(work)
-	for name, b := range map[string][]byte{"iket_inject.c": src, "iket_cuda.h": hdr} {
+	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(work, name), b, 0o644); err != nil {
 			return "", fmt.Errorf("build injection library: %w", err)
 		}
@@ -89,14 +94,19 @@ func Library(ctx context.Context, dir string) (string, error) {
 	return out, nil
 }
 
-func sources() (src, hdr []byte, err error) {
-	if src, err = libSource.ReadFile("lib/iket_inject.c"); err != nil {
-		return nil, nil, err
+// libFiles are the injection library's sources, in lib/.
+var libFiles = []string{"iket_inject.c", "iket_cuda.h", "iket_jit.h"}
+
+func sources() (map[string][]byte, error) {
+	files := map[string][]byte{}
+	for _, name := range libFiles {
+		b, err := libSource.ReadFile("lib/" + name)
+		if err != nil {
+			return nil, err
+		}
+		files[name] = b
 	}
-	if hdr, err = libSource.ReadFile("lib/iket_cuda.h"); err != nil {
-		return nil, nil, err
-	}
-	return src, hdr, nil
+	return files, nil
 }
 
 // FindCUPTI returns the path of a CUPTI library to give the injection

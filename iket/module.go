@@ -21,7 +21,10 @@ const DefaultArch = "sm_90a"
 const (
 	stateSymbol     = "iket_state"
 	nameTableSymbol = "iket_name_table"
-	stateSize       = 32
+	// jitSymbol marks a dormant build (iket.cuh): 0 where its events are
+	// compiled out.
+	jitSymbol = "iket_jit"
+	stateSize = 32
 )
 
 // Module is a loaded kernel module in one build. Close it when done (the
@@ -189,6 +192,15 @@ func (m *Module) inspect(name string, instrumented bool) error {
 	v := binary.LittleEndian.Uint32(st[20:])
 	if v < raw.MinFormatVersion || v > raw.FormatVersion {
 		return fmt.Errorf("load %s: %s version %d, this iket reads versions %d to %d", name, stateSymbol, v, raw.MinFormatVersion, raw.FormatVersion)
+	}
+	if jp, jsize, err := c.Global(m.mod, jitSymbol); err == nil && jsize == 4 {
+		var j [4]byte
+		if err := c.CopyDtoH(j[:], jp); err != nil {
+			return fmt.Errorf("load %s: read %s: %w", name, jitSymbol, err)
+		}
+		if binary.LittleEndian.Uint32(j[:]) == 0 {
+			return fmt.Errorf("load %s: a dormant build (nvcc with -DIKET_ENABLE=1 alone): its events are compiled out of its SASS; build it with -DIKET_LIVE=1 as well", name)
+		}
 	}
 	m.format = int(v)
 	m.state = p

@@ -17,7 +17,7 @@ W=${WORK:-/tmp/iket-app-cost}
 mkdir -p "$W"
 IKET=$PWD/bin/iket
 A=examples/app
-ARCH=${ARCH:--gencode=arch=compute_90a,code=sm_90a}
+ARCH=${ARCH:--arch=sm_90a}
 [ $# -eq 0 ] && set -- default=
 build() { nvcc -O3 -std=c++17 $ARCH "$@" -Ikernels/include -I$A $A/main.cu $A/scale.cu; } # flags first: an -I of theirs wins
 build -o "$W/plain" || exit 1

@@ -18,7 +18,7 @@ rm -rf "$W"; mkdir -p "$W"
 IKET=$PWD/bin/iket
 A=examples/app
 INC="-Ikernels/include -I$A"
-ARCH=${ARCH:--gencode=arch=compute_90a,code=sm_90a}
+ARCH=${ARCH:--arch=sm_90a}
 status=()
 failed=0
 step() { # step NAME CMD...: runs CMD with a time limit, logs to $R/NAME.log
@@ -61,10 +61,10 @@ nvcc --version | tail -n 1
 # ---- builds ------------------------------------------------------------------
 step build-whole bash -c "nvcc -O3 -std=c++17 $ARCH $INC -DIKET_ENABLE=1 -o $W/app $A/main.cu $A/scale.cu &&
   nvcc -O3 -std=c++17 $ARCH $INC -o $W/app_plain $A/main.cu $A/scale.cu"
-step build-rdc nvcc -rdc=true -O3 -std=c++17 $ARCH $INC -DIKET_ENABLE=1 -o "$W/app_rdc" $A/main.cu $A/scale.cu
+step build-rdc nvcc -rdc=true -O3 -std=c++17 $ARCH $INC -DIKET_ENABLE=1 -DIKET_LIVE=1 -o "$W/app_rdc" $A/main.cu $A/scale.cu
 step build-shared nvcc -cudart shared -O3 -std=c++17 $ARCH $INC -DIKET_ENABLE=1 -o "$W/app_shared" $A/main.cu $A/scale.cu
-step build-cmake bash -c "cmake -S $A -B $W/cmake -DCMAKE_CUDA_ARCHITECTURES=90a -DIKET_ENABLE=ON -DAPP_RDC=ON && cmake --build $W/cmake -j"
-step build-driver bash -c "nvcc -cubin -O3 -std=c++17 $ARCH $INC -DIKET_ENABLE=1 -o $W/pipeline.cubin $A/entry.cu &&
+step build-cmake bash -c "cmake -S $A -B $W/cmake -DCMAKE_CUDA_ARCHITECTURES=90a -DIKET_ENABLE=ON -DAPP_RDC=ON -DCMAKE_CUDA_FLAGS=-DIKET_LIVE=1 && cmake --build $W/cmake -j"
+step build-driver bash -c "nvcc -cubin -O3 -std=c++17 $ARCH $INC -DIKET_ENABLE=1 -DIKET_LIVE=1 -o $W/pipeline.cubin $A/entry.cu &&
   g++ -O2 -I/usr/local/cuda/include -o $W/driver_app $A/driver_app.cpp -L/usr/local/cuda/lib64/stubs -lcuda"
 
 # ---- tracing inside the application ------------------------------------------

@@ -115,13 +115,13 @@ build() {
       -Xptxas -v ${IKET_EXTRA_FLAGS:-} "$@" -o "$M/$name.cubin" "$src" > "$M/$name.build.log" 2>&1
   }
   cubin pipeline_off kernels/hopper/pipeline.cu & pids+=($!); names+=(pipeline_off)
-  cubin pipeline_on kernels/hopper/pipeline.cu -DIKET_ENABLE=1 & pids+=($!); names+=(pipeline_on)
+  cubin pipeline_on kernels/hopper/pipeline.cu -DIKET_ENABLE=1 -DIKET_LIVE=1 & pids+=($!); names+=(pipeline_on)
   cubin pipeline_dbg kernels/hopper/pipeline.cu -DHOPPER_SPIN_LIMIT=4000000 & pids+=($!); names+=(pipeline_dbg)
   cubin gemm_off kernels/hopper/gemm.cu & pids+=($!); names+=(gemm_off)
-  cubin gemm_on kernels/hopper/gemm.cu -DIKET_ENABLE=1 & pids+=($!); names+=(gemm_on)
+  cubin gemm_on kernels/hopper/gemm.cu -DIKET_ENABLE=1 -DIKET_LIVE=1 & pids+=($!); names+=(gemm_on)
   cubin gemm_dbg kernels/hopper/gemm.cu -DHOPPER_SPIN_LIMIT=4000000 & pids+=($!); names+=(gemm_dbg)
   cubin eventcost_off kernels/bench/eventcost.cu & pids+=($!); names+=(eventcost_off)
-  cubin eventcost_on kernels/bench/eventcost.cu -DIKET_ENABLE=1 & pids+=($!); names+=(eventcost_on)
+  cubin eventcost_on kernels/bench/eventcost.cu -DIKET_ENABLE=1 -DIKET_LIVE=1 & pids+=($!); names+=(eventcost_on)
   "$NVCC" -O2 -std=c++17 $ARCH -o "$M/bench" kernels/bench/bench.cu -lcuda \
     > "$M/bench.build.log" 2>&1 & pids+=($!); names+=(bench)
   for i in "${!pids[@]}"; do

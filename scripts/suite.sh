@@ -37,7 +37,7 @@ W=${WORK:-/tmp/iket-suite}
 OW=${OVERHEAD_WORK:-/tmp/iket-overhead}
 mkdir -p "$W"
 IKET=$PWD/bin/iket
-ARCH=${ARCH:--gencode=arch=compute_90a,code=sm_90a}
+ARCH=${ARCH:--arch=sm_90a}
 EXTRA=("$@")
 median() { sort -n | awk '{v[NR]=$1} END {if (NR == 0) print 0; else print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 us() { "$@" | sed -n 's/.*: \([0-9.]*\) us per launch.*/\1/p'; }
@@ -103,7 +103,7 @@ if [ -x "$OW/modules/bench" ]; then
   # pairs, no Batch), beside overhead.sh's uninstrumented build.
   PM=$W/modules-plain
   mkdir -p "$PM" && cp "$OW/modules/gemm_off.cubin" "$PM/" &&
-    nvcc -cubin $ARCH -O3 -lineinfo ${EXTRA[@]+"${EXTRA[@]}"} -Ikernels/include -Ikernels/hopper -DIKET_ENABLE=1 -DGEMM_NEXT=0 \
+    nvcc -cubin $ARCH -O3 -lineinfo ${EXTRA[@]+"${EXTRA[@]}"} -Ikernels/include -Ikernels/hopper -DIKET_ENABLE=1 -DIKET_LIVE=1 -DGEMM_NEXT=0 \
       -o "$PM/gemm_on.cubin" kernels/hopper/gemm.cu > "$W/gemm-plain.build.log" 2>&1 ||
     { echo "build of the plain gemm failed (log: $W/gemm-plain.build.log)"; failed=1; }
   # bench run prints no time of its own: the traced columns only.

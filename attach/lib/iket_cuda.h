@@ -128,6 +128,34 @@ typedef struct {
   CUstream hStream;
 } cuGraphLaunch_params;
 
+/* The module loads whose image iket may replace (iket_jit.h): the image is
+ * the second parameter of each. */
+typedef struct {
+  CUmodule *module;
+  const void *image;
+} cuModuleLoadData_params;
+typedef struct {
+  CUmodule *module;
+  const void *image;
+  unsigned numOptions;
+  int *options;
+  void **optionValues;
+} cuModuleLoadDataEx_params;
+typedef struct {
+  CUmodule *module;
+  const void *fatCubin;
+} cuModuleLoadFatBinary_params;
+typedef struct {
+  CUlibrary *library;
+  const void *code;
+  int *jitOptions;
+  void **jitOptionsValues;
+  unsigned numJitOptions;
+  int *libraryOptions;
+  void **libraryOptionValues;
+  unsigned numLibraryOptions;
+} cuLibraryLoadData_params;
+
 /* CUPTI. */
 typedef int CUptiResult;
 typedef uint32_t CUpti_CallbackId;
@@ -200,6 +228,10 @@ enum {
   IKET_CBID_cuGraphLaunch_ptsz = 515,
   IKET_CBID_cuLaunchKernelEx = 652,
   IKET_CBID_cuLaunchKernelEx_ptsz = 653,
+  IKET_CBID_cuModuleLoadData = 19,
+  IKET_CBID_cuModuleLoadDataEx = 20,
+  IKET_CBID_cuModuleLoadFatBinary = 21,
+  IKET_CBID_cuLibraryLoadData = 678,
   IKET_CBID_cudaLaunchKernel_v7000 = 211,
   IKET_CBID_cudaLaunchKernel_ptsz_v7000 = 214,
   IKET_CBID_cudaLaunchCooperativeKernel_v9000 = 269,

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "iket_cuda.h"
+#include "iket_jit.h"
 
 #define IKET_PROTOCOL 1
 #define STATE_SIZE 32
@@ -91,6 +92,12 @@ static struct {
   CUresult (*CtxGetLimit)(size_t *, int);
   CUresult (*CtxSetLimit)(int, size_t);
   CUresult (*CtxResetPersistingL2Cache)(void);
+  /* optional: a module load whose compiled PTX failed is made again with
+   * the program's own image (jit_load) */
+  CUresult (*ModuleLoadData)(CUmodule *, const void *);
+  CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
+  CUresult (*ModuleLoadFatBinary)(CUmodule *, const void *);
+  CUresult (*LibraryLoadData)(CUlibrary *, const void *, int *, void **, unsigned, int *, void **, unsigned);
 } cu;
 
 static struct {
@@ -142,6 +149,10 @@ enum { F_NONE, F_KERNEL, F_COOP, F_EX, F_GRAPH, F_RUNTIME };
 #define MAX_CBID 1024
 static unsigned char driver_family[MAX_CBID], runtime_family[MAX_CBID];
 static unsigned char driver_ptsz[MAX_CBID]; /* the entry point's NULL stream is per-thread */
+/* the module loads whose image iket replaces in trace mode (iket_jit.h) */
+enum { L_NONE, L_MODULE, L_MODULE_EX, L_FATBIN, L_LIBRARY };
+static unsigned char load_kind[MAX_CBID];
+static const char *jit_why; /* why the last gated image could not be used */
 
 /* Per-function cache. */
 typedef struct fn {
@@ -151,7 +162,7 @@ typedef struct fn {
   CUcontext ctx;
   int decided, instrumented, selected;
   int capacity_noted; /* the lowered capacity was named once */
-  CUdeviceptr state, table;
+  CUdeviceptr state, table, jit; /* jit: iket_jit, in a dormant build's module */
   size_t state_size, table_size;
   unsigned char initial[STATE_SIZE];
   /* time mode: ntimes ranges of occurrences to time, as pairs in times;
@@ -487,6 +498,10 @@ static int load_driver(void) {
   *(void **)&cu.CtxGetLimit = dlsym(h, "cuCtxGetLimit");
   *(void **)&cu.CtxSetLimit = dlsym(h, "cuCtxSetLimit");
   *(void **)&cu.CtxResetPersistingL2Cache = dlsym(h, "cuCtxResetPersistingL2Cache");
+  *(void **)&cu.ModuleLoadData = dlsym(h, "cuModuleLoadData");
+  *(void **)&cu.ModuleLoadDataEx = dlsym(h, "cuModuleLoadDataEx");
+  *(void **)&cu.ModuleLoadFatBinary = dlsym(h, "cuModuleLoadFatBinary");
+  *(void **)&cu.LibraryLoadData = dlsym(h, "cuLibraryLoadData");
   return 0;
 }
 
@@ -655,6 +670,8 @@ static fn *lookup(const CUpti_CallbackData *d, CUfunction f) {
   if (module_of(f, &m, &e->func) == CUDA_SUCCESS && cu.ModuleGetGlobal(&e->state, &e->state_size, m, "iket_state") == CUDA_SUCCESS) {
     e->instrumented = 1;
     if (cu.ModuleGetGlobal(&e->table, &e->table_size, m, "iket_name_table") != CUDA_SUCCESS) e->table = 0;
+    size_t n;
+    if (cu.ModuleGetGlobal(&e->jit, &n, m, JIT_MARKER) != CUDA_SUCCESS || n != 4) e->jit = 0;
   } else if (cu.KernelGetLibrary != NULL && cu.LibraryGetGlobal != NULL &&
              cu.KernelGetLibrary(&lib, (CUkernel)f) == CUDA_SUCCESS &&
              cu.LibraryGetGlobal(&e->state, &e->state_size, lib, "iket_state") == CUDA_SUCCESS) {
@@ -662,9 +679,13 @@ static fn *lookup(const CUpti_CallbackData *d, CUfunction f) {
      * context-independent loading) */
     e->instrumented = 1;
     if (cu.LibraryGetGlobal(&e->table, &e->table_size, lib, "iket_name_table") != CUDA_SUCCESS) e->table = 0;
+    size_t n;
+    if (cu.LibraryGetGlobal(&e->jit, &n, lib, JIT_MARKER) != CUDA_SUCCESS || n != 4) e->jit = 0;
   }
   return e;
 }
+
+static void skip(const char *kernel, const char *code, const char *why);
 
 /* decide reads an instrumented kernel's state and name table and asks the
  * iket process whether to trace it (trace mode asks of instrumented kernels
@@ -684,6 +705,24 @@ static void decide(fn *e) {
         names = NULL;
       }
     }
+  }
+  unsigned on = 1;
+  if (mode == MODE_TRACE && e->instrumented && e->jit != 0 && cu.MemcpyDtoH(&on, e->jit, 4) == CUDA_SUCCESS && on == 0) {
+    /* A dormant build's SASS, not compiled again from its PTX: its events
+     * are not in the code that runs. */
+    char why[768];
+    snprintf(why, sizeof why,
+             "built with IKET_ENABLE=1, its events are compiled out of the code that runs, and iket could not compile "
+             "its module again with them on: %s",
+             jit_why != NULL ? jit_why
+                             : "the module was not loaded from a fatbin or PTX iket could read (a cubin, a file, or a "
+                               "device-linked -rdc=true program): build with -arch=sm_XX, which embeds PTX, or with "
+                               "-DIKET_LIVE=1");
+    skip(e->name, "dormant", why);
+    e->selected = 0;
+    e->decided = 1;
+    free(names);
+    return;
   }
   if (mode == MODE_TIME || e->instrumented) ask(e, version, build, names, e->state_size);
   /* The iket process refuses a header version it cannot read (and says
@@ -1491,6 +1530,88 @@ static void launch_exit(const CUpti_CallbackData *d) {
   free_pending(p);
 }
 
+/* ---- dormant builds compiled again with their events on (iket_jit.h) ---- */
+
+/* The images replaced, by the program's image: a module loaded again (in
+ * another context) gets the same text. Kept for the life of the process:
+ * the driver may read an image after the load call returns. */
+typedef struct jitted {
+  struct jitted *next;
+  const void *image;
+  char *ptx; /* NULL: the image has no gated PTX */
+} jitted;
+static jitted *jits;
+static __thread const void *jit_orig; /* the program's image, between ENTER and EXIT */
+static __thread int jit_retry;        /* inside jit_load's own load call */
+
+/* jit_for is the PTX to load in place of image, or NULL. Under mu. */
+static char *jit_for(const void *image) {
+  for (jitted *j = jits; j; j = j->next)
+    if (j->image == image) return j->ptx;
+  CUdevice dev = 0;
+  int major = 0, minor = 0;
+  if (cu.CtxGetDevice(&dev) != CUDA_SUCCESS) dev = 0;
+  if (cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
+      cu.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS)
+    return NULL;
+  int gates = 0;
+  const char *why = NULL;
+  char *ptx = jit_image(image, major * 10 + minor, &gates, &why);
+  if (why != NULL) jit_why = why;
+  jitted *j = calloc(1, sizeof *j);
+  if (j != NULL) {
+    j->image = image;
+    j->ptx = ptx;
+    j->next = jits;
+    jits = j;
+  }
+  return ptx;
+}
+
+/* jit_load gives a module load the PTX of a dormant build with its events
+ * on (ENTER), and makes a load whose PTX the driver did not compile again
+ * with the program's own image (EXIT), so that the program runs as built. */
+static void jit_load(const CUpti_CallbackData *d, int kind) {
+  if (jit_retry || d->functionParams == NULL) return;
+  const void **image = (const void **)((char *)(uintptr_t)d->functionParams + sizeof(void *));
+  if (d->callbackSite == CUPTI_API_ENTER) {
+    jit_orig = NULL;
+    pthread_mutex_lock(&mu);
+    char *ptx = jit_for(*image);
+    pthread_mutex_unlock(&mu);
+    if (ptx != NULL) {
+      jit_orig = *image;
+      *image = ptx;
+    }
+    return;
+  }
+  if (jit_orig == NULL) return;
+  const void *orig = jit_orig;
+  jit_orig = NULL;
+  CUresult *rv = d->functionReturnValue;
+  if (rv == NULL || *rv == CUDA_SUCCESS) return;
+  note("warning", "jit", "the driver did not compile a module's PTX with iket's events on (%s); it runs as built", errname(*rv));
+  void *p = (void *)(uintptr_t)d->functionParams;
+  CUresult r = *rv;
+  jit_retry = 1;
+  if (kind == L_MODULE && cu.ModuleLoadData) {
+    cuModuleLoadData_params *a = p;
+    r = cu.ModuleLoadData(a->module, orig);
+  } else if (kind == L_MODULE_EX && cu.ModuleLoadDataEx) {
+    cuModuleLoadDataEx_params *a = p;
+    r = cu.ModuleLoadDataEx(a->module, orig, a->numOptions, a->options, a->optionValues);
+  } else if (kind == L_FATBIN && cu.ModuleLoadFatBinary) {
+    cuModuleLoadFatBinary_params *a = p;
+    r = cu.ModuleLoadFatBinary(a->module, orig);
+  } else if (kind == L_LIBRARY && cu.LibraryLoadData) {
+    cuLibraryLoadData_params *a = p;
+    r = cu.LibraryLoadData(a->library, orig, a->jitOptions, a->jitOptionsValues, a->numJitOptions,
+                           a->libraryOptions, a->libraryOptionValues, a->numLibraryOptions);
+  }
+  jit_retry = 0;
+  *rv = r;
+}
+
 static void callback(void *u, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data) {
   (void)u;
   if (cbid >= MAX_CBID) return;
@@ -1531,6 +1652,10 @@ static void callback(void *u, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, c
     return;
   }
   if (dom != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  if (load_kind[cbid] != L_NONE) {
+    jit_load(d, load_kind[cbid]);
+    return;
+  }
   int fam = driver_family[cbid];
   if (fam == F_NONE) return;
   rt_pending = 0;
@@ -1596,6 +1721,10 @@ static void set_families(void) {
       const char *n = NULL;
       if (cupti.GetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &n) == CUPTI_SUCCESS && n) {
         family_by_name(n, &driver_family[id]);
+        if (strcmp(n, "cuModuleLoadData") == 0) load_kind[id] = L_MODULE;
+        else if (strcmp(n, "cuModuleLoadDataEx") == 0) load_kind[id] = L_MODULE_EX;
+        else if (strcmp(n, "cuModuleLoadFatBinary") == 0) load_kind[id] = L_FATBIN;
+        else if (strcmp(n, "cuLibraryLoadData") == 0) load_kind[id] = L_LIBRARY;
         driver_ptsz[id] = strstr(n, "_ptsz") != NULL;
         named = 1;
       }
@@ -1621,6 +1750,10 @@ static void set_families(void) {
     runtime_family[IKET_CBID_cudaLaunchCooperativeKernel_ptsz_v9000] = F_RUNTIME;
     runtime_family[IKET_CBID_cudaLaunchKernelExC_v11060] = F_RUNTIME;
     runtime_family[IKET_CBID_cudaLaunchKernelExC_ptsz_v11060] = F_RUNTIME;
+    load_kind[IKET_CBID_cuModuleLoadData] = L_MODULE;
+    load_kind[IKET_CBID_cuModuleLoadDataEx] = L_MODULE_EX;
+    load_kind[IKET_CBID_cuModuleLoadFatBinary] = L_FATBIN;
+    load_kind[IKET_CBID_cuLibraryLoadData] = L_LIBRARY;
   }
 }
 
@@ -1702,6 +1835,10 @@ EXPORT int InitializeInjection(void) {
         cupti.EnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id) == CUPTI_SUCCESS)
       ++enabled;
     if (runtime_family[id] != F_NONE) cupti.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+    /* trace mode compiles dormant builds again; time mode times them as
+     * built */
+    if (load_kind[id] != L_NONE && (mode != MODE_TRACE || cupti.EnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id) != CUPTI_SUCCESS))
+      load_kind[id] = L_NONE;
   }
   if (enabled == 0) note("error", "cupti_error", "no launch callback could be enabled");
   cupti.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);

@@ -38,7 +38,7 @@ def main():
     ap.add_argument("--launches", type=int, default=5)
     ap.add_argument("--plain", action="store_true")
     a = ap.parse_args()
-    flags = ["-O3", "-std=c++17", "-I" + HERE, "-I" + INCLUDE, "-gencode=arch=compute_90a,code=sm_90a"]
+    flags = ["-O3", "-std=c++17", "-I" + HERE, "-I" + INCLUDE, "-gencode=arch=compute_90a,code=[sm_90a,compute_90a]"]
     if not a.plain:
         flags.append("-DIKET_ENABLE=1")
     name = "iket_app_plain" if a.plain else "iket_app_traced"

@@ -3,8 +3,10 @@
 // One header, no other includes. Build with -DIKET_ENABLE=1 to record events;
 // without it every call compiles to nothing, so one source gives both the
 // instrumented and the uninstrumented (baseline) build. Run the program
-// under `iket run -- ./app` to trace it; without iket attached the events
-// record nothing.
+// under `iket run -- ./app` to trace it. An nvcc build is dormant: its SASS
+// is the plain code and its PTX keeps the events, which `iket run` compiles
+// again when the program loads it, so build with PTX (-arch=sm_90a does);
+// -DIKET_LIVE=1 (NVRTC's default) keeps them in the SASS instead.
 //
 //   #define MY_NAMES(X)                                 \
 //     X(ROLE, producer) X(ROLE, consumer)               \
@@ -120,6 +122,20 @@ struct Stamp {
 
 #if defined(IKET_ENABLE) && IKET_ENABLE
 
+// IKET_LIVE: 1 keeps the events in the SASS that the compiler builds (a
+// live build: a launch without iket attached runs them with their stores
+// off); 0, the default for nvcc, compiles them out of the SASS and keeps
+// them in the module's PTX, which `iket run` compiles again with them on
+// (a dormant build: without iket, the plain code). NVRTC programs load
+// what they compile, often a cubin, so they are live by default.
+#ifndef IKET_LIVE
+#if defined(__CUDACC_RTC__)
+#define IKET_LIVE 1
+#else
+#define IKET_LIVE 0
+#endif
+#endif
+
 // Build flags the runtime reads from iket_state: which buffer mode this build
 // records in. (Bit 1 was the lane catch-up of format 2; format 3 needs none,
 // and IKET_SAFE_LANES is ignored.)
@@ -175,9 +191,34 @@ extern "C" {
 IKET__LINKONCE __constant__ iket::State iket_state = {
     0ull, 0u, 0xffffffffu, 1u, IKET_FORMAT_VERSION, IKET__BUILD_WRAP, 0u};
 }
+#if !IKET_LIVE
+// iket_jit marks a dormant build's module: 0 in the SASS that nvcc built
+// (its events are compiled out), 1 where iket compiled its PTX again with
+// the events on.
+extern "C" {
+IKET__LINKONCE __device__ unsigned iket_jit = 0u;
+}
+#endif
 
 namespace iket {
 namespace detail {
+
+// gate is 0 in the SASS that nvcc builds from this header, so that ptxas
+// drops every event and the program runs its plain code, and 1 where iket
+// compiled the module's PTX again with the gate set (`iket run` finds it by
+// its register's name, iket_gate: the PTX that nvcc embeds keeps no
+// comments). A live build
+// (IKET_LIVE=1) has it 1 from the start.
+__device__ __forceinline__ unsigned gate() {
+#if IKET_LIVE
+  return 1u;
+#else
+  unsigned g;
+  asm volatile("{\n\t.reg .b32 iket_gate;\n\tmov.b32 iket_gate, 0;\n\tmov.b32 %0, iket_gate;\n\t}"
+               : "=r"(g));
+  return g;
+#endif
+}
 
 __device__ __forceinline__ unsigned active_mask() {
   unsigned m;
@@ -504,7 +545,19 @@ class Batch;
 // the kernel; pass it by reference to device functions. Not copyable.
 class Warp {
  public:
-  __device__ __forceinline__ Warp() {
+  __device__ __forceinline__ Warp() : g_(detail::gate()) {
+    if (g_ == 0u) {
+      // Dormant build: nothing below is compiled.
+      first_ = 0u;
+      lt_ = 0xffffffffu;
+      pos_ = 0u;
+#if IKET__BUILD_WRAP
+      mask_ = 0u;
+      on_ = 0u;
+      sc_ = 0u;
+#endif
+      return;
+    }
     const State s = iket_state;
     const unsigned tid =
         threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -567,7 +620,7 @@ class Warp {
 
   __device__ __forceinline__ ~Warp() {
     // No buffers (no iket attached): nothing to close.
-    if (!live()) return;
+    if (g_ == 0u || !live()) return;
     WarpHeader* const hd = hdr();
     const unsigned m = detail::active_mask();
 #if IKET__BUILD_WRAP
@@ -671,7 +724,7 @@ class Warp {
   // with wrong tags (docs/FORMAT.md). Until the stamped event is stored, a
   // warp that hangs or faults shows the previous phase as its last.
   __device__ __forceinline__ Stamp stamp() {
-    Stamp t = {detail::now(never())};
+    Stamp t = {g_ != 0u ? detail::now(never()) : 0ull};
     return t;
   }
   // range_next(t, ...) is range_next at the instant t was stamped (no other
@@ -703,7 +756,7 @@ class Warp {
     emit(IKET_KIND_ROLE, role, 0u);
     // Reductions (lanes that already left may have set the finished bit), by
     // one lane.
-    if (live() && detail::leader(detail::active_mask())) {
+    if (g_ != 0u && live() && detail::leader(detail::active_mask())) {
       detail::red_and(&hdr()->flags, ~(0x1fffu << 16));
       detail::red_or(&hdr()->flags, static_cast<unsigned>(role & 0x1fffu) << 16);
     }
@@ -732,6 +785,7 @@ class Warp {
   // comparing, and only counts side events.
   __device__ __forceinline__ void emit(unsigned kind, unsigned short name,
                                        unsigned payload) {
+    if (g_ == 0u) return;
 #if IKET__BUILD_WRAP
     const unsigned c = pos_;
     detail::record_at(slot(c), on_, tag(kind, name), addend(payload), never());
@@ -743,6 +797,7 @@ class Warp {
   // emit_at is emit with a clock read earlier.
   __device__ __forceinline__ void emit_at(Stamp t, unsigned kind,
                                           unsigned short name, unsigned payload) {
+    if (g_ == 0u) return;
 #if IKET__BUILD_WRAP
     const unsigned c = pos_;
     detail::record_at_c(slot(c), on_, tag(kind, name), addend(payload), t.clock);
@@ -763,6 +818,7 @@ class Warp {
   // emit_pair_tags is emit_pair with the tags and addends made (Batch).
   __device__ __forceinline__ void emit_pair_tags(Stamp t, unsigned k1, unsigned a1,
                                                  unsigned k2, unsigned a2) {
+    if (g_ == 0u) return;
 #if IKET__BUILD_WRAP
     const unsigned c = pos_;
     detail::record_at_c(slot(c), on_, k1, a1, t.clock);
@@ -850,6 +906,7 @@ class Warp {
     return (payload & 0xffffu) + z();
   }
 
+  unsigned g_;      // detail::gate(): 0 in a dormant build
   unsigned first_;  // low word of record 0's address
 #if IKET__BUILD_WRAP
   unsigned mask_;  // 8 * (capacity - 1): byte offset mask
@@ -929,12 +986,14 @@ class Batch {
   // Lanes that flush without the others keep theirs and store it again,
   // the same bytes, when the whole warp flushes.
   __device__ __forceinline__ void flush() {
+    if (w_.g_ == 0u) return;
     flush(detail::active_mask() == 0xffffffffu);
   }
 
  private:
   __device__ __forceinline__ void add(Stamp t, unsigned k1, unsigned p1, unsigned k2,
                                       unsigned p2) {
+    if (w_.g_ == 0u) return;
     // A wrap build stores at once: in a ring an event recorded after a
     // pending pair could take its slot again before the flush, which would
     // then write the older pair over it.
@@ -967,6 +1026,7 @@ class Batch {
   // flush(whole) is flush() when the caller knows whether all 32 lanes are
   // here.
   __device__ __forceinline__ void flush(bool whole) {
+    if (w_.g_ == 0u) return;
     if (n_ != 0u) {
       if (lane_ < n_) store();
       if (whole) n_ = 0u;

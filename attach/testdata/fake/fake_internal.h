@@ -61,6 +61,8 @@ struct CUmod_st {
   unsigned char *cubin;   /* a "cubin PATH" line's file: the image CUPTI reports */
   size_t cubin_size;
   unsigned char *state;   /* iket_state, 32 bytes */
+  unsigned char *jit;     /* iket_jit, 4 bytes, when a ".global ... iket_jit" line declares it */
+  int gate;               /* a "mov.b32 iket_gate, N;" line's N (0: the kernels write nothing), else 1 */
   char *names;            /* iket_name_table */
   size_t names_size;      /* with its NUL */
   uint16_t id_producer, id_consumer, id_load, id_compute;

@@ -32,7 +32,7 @@ static struct {
   int launches, nkernels, uninstrumented, ex, coop, ptsz, graph, fork, exit_code, crash, print;
   int wrap, version, ctx_create, nonblocking, capture_mode, capture_ptsz, capture_other, l2_window, ex_window;
   long l2_limit;
-  const char *cubin, *decoy;
+  const char *cubin, *decoy, *dormant;
   unsigned grid, block;
   const char *names;
   const char *kernel[MAX_KERNELS], *behaviour[MAX_KERNELS];
@@ -47,7 +47,7 @@ static void usage(void) {
           "  [--ex | --coop] [--ptsz] [--grid X] [--block N] [--graph] [--fork N] [--exit CODE]\n"
           "  [--crash] [--print] [--wrap] [--version V] [--names ESCAPED] [--ctx-create]\n"
           "  [--nonblocking] [--l2-window] [--l2-limit N] [--ex-window] [--capture-mode global|thread|relaxed] [--capture-ptsz] [--capture-other]\n"
-          "  [--cubin PATH] [--decoy-cubin PATH]\n"
+          "  [--cubin PATH] [--decoy-cubin PATH] [--dormant ptx|sass]\n"
           "BEHAVIOUR: pc unpaired hang fault plain\n");
   exit(2);
 }
@@ -71,6 +71,7 @@ static void parse(int argc, char **argv) {
     else if (!strcmp(a, "--capture-ptsz")) opt.capture_ptsz = 1;
     else if (!strcmp(a, "--capture-other")) opt.capture_other = 1;
     else if (!strcmp(a, "--cubin") && i + 1 < argc) opt.cubin = argv[++i];
+    else if (!strcmp(a, "--dormant") && i + 1 < argc) opt.dormant = argv[++i];
     else if (!strcmp(a, "--decoy-cubin") && i + 1 < argc) opt.decoy = argv[++i];
     else if (!strcmp(a, "--ex")) opt.ex = 1;
     else if (!strcmp(a, "--ex-window")) opt.ex = opt.ex_window = 1;
@@ -107,7 +108,7 @@ static void parse(int argc, char **argv) {
 }
 
 static char *descriptor(void) {
-  size_t n = 256 + strlen(opt.names ? opt.names : default_names);
+  size_t n = 384 + strlen(opt.names ? opt.names : default_names);
   for (int k = 0; k < opt.nkernels; k++) n += strlen(opt.kernel[k]) + strlen(opt.behaviour[k]) + 16;
   char *d = malloc(n);
   if (!d) exit(3);
@@ -116,6 +117,12 @@ static char *descriptor(void) {
                    opt.uninstrumented ? "-" : opt.names ? opt.names : default_names, opt.wrap,
                    opt.version);
   if (opt.cubin) w += snprintf(d + w, n - (size_t)w, "cubin %s\n", opt.cubin);
+  /* a dormant build (iket_jit.h): with PTX iket can compile again, or as
+   * SASS alone */
+  if (opt.dormant) {
+    if (!strcmp(opt.dormant, "ptx")) w += snprintf(d + w, n - (size_t)w, ".version 9.0\n.target sm_90\n");
+    w += snprintf(d + w, n - (size_t)w, ".global .align 4 .u32 iket_jit;\nmov.b32 iket_gate, 0;\n");
+  }
   for (int k = 0; k < opt.nkernels; k++)
     w += snprintf(d + w, n - (size_t)w, "kernel %s %s\n", opt.kernel[k], opt.behaviour[k]);
   return d;

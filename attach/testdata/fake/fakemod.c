@@ -33,6 +33,7 @@ void fk_module_free(struct CUmod_st *m) {
   }
   if (m->state) fk_remove_alloc((uintptr_t)m->state);
   if (m->names) fk_remove_alloc((uintptr_t)m->names);
+  if (m->jit) fk_remove_alloc((uintptr_t)m->jit);
   m->magic = 0;
   free(m->image);
   free(m->cubin);
@@ -97,6 +98,7 @@ CUresult fk_module_load(struct CUmod_st **out, const char *image) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   m->magic = FK_MAGIC_MOD;
+  m->gate = 1;
   char *text = strdup(image), *save = NULL;
   if (!text) return bad_image(m, 0, "out of memory");
   uint32_t build = 0, version = 3;
@@ -109,6 +111,22 @@ CUresult fk_module_load(struct CUmod_st **out, const char *image) {
     if (line == 1) {
       if (strcmp(l, "FAKEMOD 1") != 0) rc = bad_image(m, line, "want \"FAKEMOD 1\"");
     } else if (l[0] == '#' || l[0] == 0) {
+    } else if (l[0] == '.') {
+      /* PTX-like lines (a dormant build's, iket_jit.h): ".global .align 4
+       * .u32 iket_jit;" (or "= N;") declares iket_jit; others are skipped */
+      const char *j = strstr(l, " iket_jit");
+      unsigned v = 0;
+      if (strstr(l, ".global") != NULL && j != NULL && m->jit == NULL) {
+        if (!(m->jit = global_alloc(4, 4))) {
+          rc = bad_image(m, line, "out of memory");
+          break;
+        }
+        sscanf(j, " iket_jit = %u", &v);
+        memcpy(m->jit, &v, 4);
+      }
+    } else if (sscanf(l, "mov.b32 iket_gate, %d;", &m->gate) == 1) {
+      /* FAKE_JIT_FAIL=1: a module with its gates set does not compile */
+      if (m->gate != 0 && getenv("FAKE_JIT_FAIL") != NULL) rc = bad_image(m, line, "FAKE_JIT_FAIL: the PTX does not compile");
     } else if (sscanf(l, "%15s %n", word, &off) != 1) {
       rc = bad_image(m, line, "empty");
     } else if (strcmp(word, "names") == 0 && !have_names) {
@@ -195,7 +213,22 @@ int fk_func_valid(struct CUfunc_st *f) {
 
 #define MOD_FLAGS (FK_NEED_INIT | FK_NEED_CTX | FK_STICKY)
 
+static CUresult module_load_data(CUmodule *pm, const void *image, struct CUmod_st **mp);
+
 FK_EXPORT CUresult cuModuleLoadData(CUmodule *pm, const void *image) {
+  struct CUmod_st *m = NULL;
+  /* CUPTI's ENTER callback may replace the image (iket does for a
+   * dormant build) */
+  cuModuleLoadData_params params = {pm, image};
+  uint64_t corr_data = 0;
+  CUresult ret = CUDA_SUCCESS;
+  if (fk_initialized()) fk_api_callback(IKET_CBID_cuModuleLoadData, CUPTI_API_ENTER, "cuModuleLoadData", &params, &ret, NULL, 0, &corr_data);
+  ret = module_load_data(pm, params.image, &m);
+  if (fk_initialized()) fk_api_callback(IKET_CBID_cuModuleLoadData, CUPTI_API_EXIT, "cuModuleLoadData", &params, &ret, NULL, 0, &corr_data);
+  return ret;
+}
+
+static CUresult module_load_data(CUmodule *pm, const void *image, struct CUmod_st **mp) {
   struct CUmod_st *m = NULL;
   {
     FK_BEGIN(MOD_FLAGS);
@@ -212,6 +245,7 @@ FK_EXPORT CUresult cuModuleLoadData(CUmodule *pm, const void *image) {
     d.pCubin = (const char *)m->cubin;
   }
   fk_resource_callback(CUPTI_CBID_RESOURCE_MODULE_LOADED, fk_current_ctx(), NULL, &d);
+  *mp = m;
   return CUDA_SUCCESS;
 }
 
@@ -260,6 +294,7 @@ FK_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dp, size_t *bytes, CUmodule
   size_t n = 0;
   if (m->instrumented && strcmp(name, "iket_state") == 0) p = m->state, n = 32;
   if (m->instrumented && strcmp(name, "iket_name_table") == 0) p = m->names, n = m->names_size;
+  if (m->jit != NULL && strcmp(name, "iket_jit") == 0) p = m->jit, n = 4;
   if (!p) FK_FAIL(CUDA_ERROR_NOT_FOUND);
   if (dp) *dp = (CUdeviceptr)(uintptr_t)p;
   if (bytes) *bytes = n;
@@ -422,7 +457,7 @@ void fk_run_kernel(struct CUstream_st *s, const fk_node *k) {
   uint64_t dur = 10000 + warps;
   fk_l2_log("run %s window %#llx %zu limit %zu", f->name, (unsigned long long)(uintptr_t)s->window.base_ptr,
             s->window.num_bytes, fk_l2_limit);
-  if (f->mod->instrumented && f->behaviour != FK_PLAIN) write_buffers(f, k, start);
+  if (f->mod->instrumented && f->mod->gate != 0 && f->behaviour != FK_PLAIN) write_buffers(f, k, start);
   if (fk_debug())
     fprintf(stderr, "fakecuda: run %s (%s) grid %ux%ux%u block %ux%ux%u\n", f->name,
             f->behaviour == FK_HANG ? "hangs" : f->behaviour == FK_FAULT ? "faults" : "runs",

@@ -1,0 +1,287 @@
+/* iket_jit.h: the module images of dormant builds, compiled again with their
+ * events on (included by iket_inject.c; no state of its own but the libzstd
+ * handle).
+ *
+ * iket.cuh puts every event of an nvcc build behind a gate, the PTX
+ * instruction "mov.b32 %rN, 0; // iket-gate", which ptxas folds: the SASS
+ * that nvcc builds runs the plain code. The same module's PTX still holds the
+ * events. jit_image finds that PTX in the image a load call was given (a
+ * fatbin, the wrapper cudart passes, or PTX text), sets every gate to 1 and
+ * the marker global iket_jit to 1, and returns the text, which the driver
+ * then compiles in place of the image.
+ *
+ * A fatbin (what nvcc embeds: a 16-byte header, magic 0xBA55ED50, then
+ * entries) holds an entry per PTX and per cubin. The entry's header, as
+ * nvcc 13 writes it: kind (u16 at 0: 1 PTX, 2 ELF), header size (u32 at 4),
+ * payload size (u64 at 8), the payload's compressed size (u32 at 16), the
+ * architecture (u32 at 28, 90 for sm_90), flags (u64 at 40) and the
+ * uncompressed size (u64 at 56). The PTX payload is zstd-compressed by
+ * default (a zstd frame: iket decompresses it with the system's libzstd),
+ * or plain text (nvcc --no-compress). */
+#ifndef IKET_JIT_H
+#define IKET_JIT_H
+
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JIT_FATBIN_MAGIC 0xBA55ED50u
+#define JIT_WRAPPER_MAGIC 0x466243b1u
+#define JIT_GATE "iket_gate,"
+#define JIT_MARKER "iket_jit"
+
+static uint32_t jit_u32(const unsigned char *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+static uint64_t jit_u64(const unsigned char *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+/* jit_zstd decompresses a zstd frame of n bytes with libzstd.so.1 (opened
+ * on first use), or returns NULL with *why set. */
+static char *jit_zstd(const unsigned char *src, size_t n, size_t *out_n, const char **why) {
+  static void *h;
+  static unsigned long long (*size_of)(const void *, size_t);
+  static size_t (*decompress)(void *, size_t, const void *, size_t);
+  static unsigned (*is_error)(size_t);
+  if (h == NULL) {
+    h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+      *why = "its PTX is zstd-compressed (nvcc's default) and libzstd.so.1 could not be opened: install libzstd, or build with nvcc --no-compress";
+      return NULL;
+    }
+    *(void **)&size_of = dlsym(h, "ZSTD_getFrameContentSize");
+    *(void **)&decompress = dlsym(h, "ZSTD_decompress");
+    *(void **)&is_error = dlsym(h, "ZSTD_isError");
+  }
+  if (size_of == NULL || decompress == NULL || is_error == NULL) {
+    *why = "the libzstd.so.1 found lacks ZSTD_getFrameContentSize, ZSTD_decompress or ZSTD_isError";
+    return NULL;
+  }
+  unsigned long long want = size_of(src, n);
+  if (want >= (1ull << 31)) {
+    *why = "its compressed PTX does not state its size (a damaged or unknown zstd frame)";
+    return NULL;
+  }
+  char *out = malloc((size_t)want + 1);
+  if (out == NULL) {
+    *why = "out of memory";
+    return NULL;
+  }
+  size_t got = decompress(out, (size_t)want, src, n);
+  if (is_error(got) || got != want) {
+    free(out);
+    *why = "its compressed PTX did not decompress (a damaged zstd frame)";
+    return NULL;
+  }
+  out[got] = 0;
+  *out_n = got;
+  return out;
+}
+
+/* jit_target reads PTX text's ".target sm_XY[a|f]": the architecture
+ * (XY) and its suffix, or 0. */
+static int jit_target(const char *ptx, char *suffix) {
+  const char *t = strstr(ptx, "\n.target sm_");
+  if (t == NULL) return 0;
+  t += strlen("\n.target sm_");
+  int v = 0;
+  while (*t >= '0' && *t <= '9') v = v * 10 + (*t++ - '0');
+  *suffix = (*t == 'a' || *t == 'f') ? *t : 0;
+  return v;
+}
+
+/* jit_fits ranks PTX for sm_dev: 0 when the device cannot compile it
+ * (an arch-specific "a" target of another device, a later one), more the
+ * better (the device's own "a" target first, then the latest). */
+static int jit_fits(int target, char suffix, int dev) {
+  if (target == 0 || target > dev) return 0;
+  if (suffix == 'a' && target != dev) return 0;
+  if (suffix == 'f' && target / 10 != dev / 10) return 0;
+  return target * 4 + (suffix == 'a' ? 3 : suffix == 'f' ? 2 : 1);
+}
+
+/* jit_patch copies PTX text with every gate ("mov.b32 iket_gate, 0;") set
+ * to 1 and the marker global initialized to 1 (".global .align 4 .u32
+ * iket_jit;"), counting the gates; NULL when it has none. The PTX that nvcc
+ * embeds has its comments and most of its spaces taken out. */
+static char *jit_patch(const char *ptx, size_t n, int *gates) {
+  *gates = 0;
+  if (memmem(ptx, n, JIT_GATE, strlen(JIT_GATE)) == NULL) return NULL;
+  char *out = malloc(n + 64);
+  if (out == NULL) return NULL;
+  size_t o = 0;
+  int marked = 0;
+  const char *s = ptx, *end = ptx + n;
+  while (s < end) {
+    const char *nl = memchr(s, '\n', (size_t)(end - s));
+    size_t len = nl ? (size_t)(nl - s) + 1 : (size_t)(end - s);
+    memcpy(out + o, s, len);
+    char *line = out + o;
+    o += len;
+    s += len;
+    for (char *g = line; (g = memmem(g, len - (size_t)(g - line), JIT_GATE, strlen(JIT_GATE))) != NULL;) {
+      g += strlen(JIT_GATE);
+      char *z = g;
+      while (z < line + len && (*z == ' ' || *z == '\t')) ++z;
+      char *semi = z + 1;
+      while (semi < line + len && (*semi == ' ' || *semi == '\t')) ++semi;
+      if (z < line + len && *z == '0' && semi < line + len && *semi == ';') {
+        *z = '1';
+        ++*gates;
+      }
+    }
+    if (!marked && memmem(line, len, ".global", 7) != NULL) {
+      char *m = memmem(line, len, " " JIT_MARKER, strlen(JIT_MARKER) + 1);
+      if (m != NULL) {
+        char *after = m + 1 + strlen(JIT_MARKER);
+        char *a = after;
+        while (a < line + len && *a == ' ') ++a;
+        if (a < line + len && (*a == ';' || (*a == '=' && a[1] == ' ' && a[2] == '0' && a[3] == ';') ||
+                               (*a == '=' && a[1] == '0' && a[2] == ';'))) {
+          o = (size_t)(after - out);
+          static const char one[] = " = 1;\n";
+          memcpy(out + o, one, sizeof one - 1);
+          o += sizeof one - 1;
+          marked = 1;
+        }
+      }
+    }
+  }
+  out[o] = 0;
+  if (*gates == 0) {
+    free(out);
+    return NULL;
+  }
+  return out;
+}
+
+/* jit_image is the PTX text for the driver to compile in place of image,
+ * with the events on, for a device of compute capability dev (90 for 9.0);
+ * NULL when the image holds no gated PTX, and then *why says why when it
+ * held gates that could not be used. */
+static char *jit_image(const void *image, int dev, int *gates, const char **why) {
+  *why = NULL;
+  *gates = 0;
+  if (image == NULL) return NULL;
+  const unsigned char *p = image;
+  if (jit_u32(p) == JIT_WRAPPER_MAGIC) {
+    const void *data;
+    memcpy(&data, p + 8, sizeof data);
+    p = data;
+    if (p == NULL) return NULL;
+  }
+  if (jit_u32(p) != JIT_FATBIN_MAGIC) {
+    /* PTX text: a NUL-terminated string that declares its version */
+    if (p[0] == 0x7f && p[1] == 'E') return NULL; /* a cubin */
+    const char *s = (const char *)p;
+    size_t n = strnlen(s, (size_t)1 << 30);
+    if (strstr(s, ".version") == NULL) return NULL;
+    char suffix = 0;
+    int t = jit_target(s, &suffix);
+    char *out = jit_patch(s, n, gates);
+    if (out != NULL && jit_fits(t, suffix, dev) == 0) {
+      free(out);
+      *gates = 0;
+      *why = "its PTX targets another GPU than this one";
+      return NULL;
+    }
+    return out;
+  }
+  uint64_t fat = jit_u64(p + 8);
+  unsigned hs = (unsigned)(p[6] | p[7] << 8);
+  const unsigned char *first = p + hs, *end = p + hs + fat;
+  /* Only a module whose cubin for this GPU (any cubin when none is for
+   * it) defines the marker is examined further: a program's other fatbins
+   * (a library's thousands of kernels) cost the walk over their headers. */
+  int elves = 0, marked = 0;
+  for (int pass = 0; pass < 2 && !marked; ++pass) {
+    for (const unsigned char *e = first; e + 64 <= end && !marked;) {
+      uint32_t ehs = jit_u32(e + 4);
+      uint64_t size = jit_u64(e + 8);
+      if (ehs < 64 || size > (uint64_t)(end - e) - ehs) break;
+      const unsigned char *pl = e + ehs;
+      if ((e[0] | e[1] << 8) == 2 && (pass == 1 || (int)jit_u32(e + 28) == dev)) {
+        ++elves;
+        if (size >= 4 && jit_u32(pl) == 0xFD2FB528u) {
+          size_t n = 0;
+          const char *w = NULL;
+          uint32_t csize = jit_u32(e + 16);
+          char *elf = jit_zstd(pl, csize != 0 && csize <= size ? csize : (size_t)size, &n, &w);
+          marked = elf != NULL && memmem(elf, n, JIT_MARKER, strlen(JIT_MARKER) + 1) != NULL;
+          free(elf);
+        } else {
+          marked = memmem(pl, (size_t)size, JIT_MARKER, strlen(JIT_MARKER) + 1) != NULL;
+        }
+      }
+      e = pl + size;
+    }
+    if (elves > 0) break;
+  }
+  if (elves > 0 && !marked) return NULL;
+  char *best = NULL;
+  int best_rank = 0, best_gates = 0, gated = 0;
+  const char *fail = NULL;
+  for (const unsigned char *e = first; e + 64 <= end;) {
+    unsigned kind = (unsigned)(e[0] | e[1] << 8);
+    uint32_t ehs = jit_u32(e + 4);
+    uint64_t size = jit_u64(e + 8);
+    if (ehs < 64 || size > (uint64_t)(end - e) - ehs) break;
+    const unsigned char *pl = e + ehs;
+    if (kind == 1) {
+      char *text = NULL;
+      size_t n = 0;
+      const char *w = NULL;
+      if (size >= 4 && jit_u32(pl) == 0xFD2FB528u) {
+        uint32_t csize = jit_u32(e + 16);
+        text = jit_zstd(pl, csize != 0 && csize <= size ? csize : (size_t)size, &n, &w);
+      } else if (size > 0 && (pl[0] == '/' || pl[0] == '.' || pl[0] == '\n' || pl[0] == '\t')) {
+        n = strnlen((const char *)pl, (size_t)size);
+        if ((text = malloc(n + 1)) != NULL) {
+          memcpy(text, pl, n);
+          text[n] = 0;
+        }
+      } else {
+        w = "its PTX is compressed in a form iket does not read: build with nvcc --no-compress";
+      }
+      if (text != NULL) {
+        int g = 0;
+        char *out = jit_patch(text, n, &g);
+        if (out != NULL) {
+          gated = 1;
+          char suffix = 0;
+          int t = jit_target(text, &suffix);
+          int r = jit_fits(t, suffix, dev);
+          if (r > best_rank) {
+            free(best);
+            best = out;
+            best_rank = r;
+            best_gates = g;
+          } else {
+            free(out);
+          }
+        }
+        free(text);
+      } else if (w != NULL) {
+        fail = w;
+      }
+    }
+    e = pl + size;
+  }
+  if (best != NULL) {
+    *gates = best_gates;
+    return best;
+  }
+  if (gated) *why = "its PTX targets another GPU than this one";
+  else if (fail != NULL) *why = fail;
+  else if (marked) *why = "its fatbin holds no PTX (built for sm_XX only: add code=compute_XX to -gencode, build with -arch=sm_XX, or build with -DIKET_LIVE=1)";
+  return NULL;
+}
+
+#endif /* IKET_JIT_H */
