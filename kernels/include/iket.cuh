@@ -239,20 +239,6 @@ __device__ __forceinline__ unsigned long long clock64v() {
   return c;
 }
 
-// IKET__GATE declares the predicate gp, set from an iket_gate register as
-// gate() is (0 in a dormant build's SASS, so that ptxas drops every
-// instruction of the event predicated on it), first in each event's asm: the
-// event stays one asm statement to the compiler, as in a live build.
-#if IKET_LIVE
-#define IKET__GATE_VALUE "1"
-#else
-#define IKET__GATE_VALUE "0"
-#endif
-#define IKET__GATE                                                           \
-  ".reg .pred gp;\n\t{\n\t.reg .b32 iket_gate;\n\t"                          \
-  "mov.b32 iket_gate, " IKET__GATE_VALUE ";\n\t"                              \
-  "setp.eq.u32 gp, iket_gate, 1;\n\t}\n\t"
-
 // IKET__NOW(r, w) reads the clock into r behind a store that never runs.
 // A CS2R clock read right after a barrier (__syncthreads:
 // BAR.SYNC.DEFER_BLOCKING) runs before the barrier completes; after a store
@@ -269,9 +255,9 @@ __device__ __forceinline__ unsigned long long clock64v() {
 // it moved above __syncthreads). (A WARPSYNC on the active mask, which
 // also makes the clock wait, takes four instructions in a chain.)
 #define IKET__NOW(r, w)                                                      \
-  "{\n\t.reg .pred f;\n\tsetp.eq.u32 f, " w ", 1;\n\tand.pred f, f, gp;\n\t"   \
+  "{\n\t.reg .pred f;\n\tsetp.eq.u32 f, " w ", 1;\n\t"                        \
   "@f st.shared.u32 [" w "], " w ";\n\t}\n\t"                                 \
-  "@gp mov.u64 " r ", %%clock64;\n\t"
+  "mov.u64 " r ", %%clock64;\n\t"
 
 // IKET__TAG(dst, src, k, p) makes a record (format 2): the 64-bit clock src
 // with the tag k and the payload part p added to its high word; the asm
@@ -286,10 +272,7 @@ __device__ __forceinline__ unsigned long long clock64v() {
 // Warp's never() word.
 __device__ __forceinline__ unsigned long long now(unsigned w) {
   unsigned long long c;
-  asm volatile("{\n\t" IKET__GATE "mov.u64 %0, 0;\n\t" IKET__NOW("%0", "%1") "}"
-               : "=l"(c)
-               : "r"(w)
-               : "memory");
+  asm volatile(IKET__NOW("%0", "%1") : "=l"(c) : "r"(w) : "memory");
   return c;
 }
 
@@ -334,13 +317,12 @@ __device__ __forceinline__ unsigned long long now(unsigned w) {
 #define IKET__WRITER                                                         \
   "activemask.b32 m;\n\t"                                                    \
   "and.b32 m, m, %5;\n\t"                                                    \
-  "setp.eq.u32 w, m, 0;\n\t"                                                 \
-  "and.pred w, w, gp;\n\t"
+  "setp.eq.u32 w, m, 0;\n\t"
 #define IKET__STEP(by)                                                       \
   "@w add.u32 %0, %0, " by ";\n\t"                                            \
   "@w min.u32 %0, %0, %7;\n\t}"
 #define IKET__ONE_HEAD                                                       \
-  "{\n\t" IKET__GATE ".reg .pred q, w;\n\t.reg .b64 c, a;\n\t"              \
+  "{\n\t.reg .pred q, w;\n\t.reg .b64 c, a;\n\t"                            \
   ".reg .b32 al, l, h, m;\n\t"                                               \
   IKET__WRITER                                                               \
   "setp.lt.and.u32 q, %0, %2, w;\n\t"                                        \
@@ -389,7 +371,7 @@ __device__ __forceinline__ void record_two(unsigned& pos, unsigned hi, unsigned 
                                            unsigned long long clk, unsigned k2,
                                            unsigned p2) {
   asm volatile(
-      "{\n\t" IKET__GATE ".reg .pred q, r, w;\n\t.reg .b64 c, d, a, b;\n\t"
+      "{\n\t.reg .pred q, r, w;\n\t.reg .b64 c, d, a, b;\n\t"
       ".reg .b32 al, bl, e, l, h, m;\n\t"
       IKET__WRITER
       "add.u32 e, %0, 8;\n\t"
@@ -419,8 +401,8 @@ __device__ __forceinline__ void record_at_c(unsigned long long addr, unsigned on
                                             unsigned k, unsigned p,
                                             unsigned long long clk) {
   asm volatile(
-      "{\n\t" IKET__GATE ".reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
-      "setp.ne.u32 q, %1, 0;\n\tand.pred q, q, gp;\n\t"
+      "{\n\t.reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
+      "setp.ne.u32 q, %1, 0;\n\t"
       IKET__TAG("c", "%4", "%2", "%3")
       "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
       "r"(on), "r"(k), "r"(p), "l"(clk)
@@ -432,8 +414,8 @@ __device__ __forceinline__ void record_at_c(unsigned long long addr, unsigned on
 __device__ __forceinline__ void record_at(unsigned long long addr, unsigned on,
                                           unsigned k, unsigned p, unsigned w) {
   asm volatile(
-      "{\n\t" IKET__GATE ".reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
-      "setp.ne.u32 q, %1, 0;\n\tand.pred q, q, gp;\n\t"
+      "{\n\t.reg .pred q;\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
+      "setp.ne.u32 q, %1, 0;\n\t"
       IKET__NOW("c", "%4")
       IKET__TAG("c", "c", "%2", "%3")
       "@q st.global.u64 [%0], c;\n\t}" ::"l"(addr),
@@ -494,7 +476,7 @@ __device__ __forceinline__ unsigned long long pack_now(unsigned k, unsigned p,
                                                        unsigned w) {
   unsigned long long r;
   asm volatile(
-      "{\n\t" IKET__GATE ".reg .b64 c;\n\t.reg .b32 l, h;\n\t"
+      "{\n\t.reg .b64 c;\n\t.reg .b32 l, h;\n\t"
       IKET__NOW("c", "%3")
       IKET__TAG("%0", "c", "%1", "%2") "}"
       : "=l"(r)
@@ -742,7 +724,7 @@ class Warp {
   // with wrong tags (docs/FORMAT.md). Until the stamped event is stored, a
   // warp that hangs or faults shows the previous phase as its last.
   __device__ __forceinline__ Stamp stamp() {
-    Stamp t = {detail::now(never())};
+    Stamp t = {g_ != 0u ? detail::now(never()) : 0ull};
     return t;
   }
   // range_next(t, ...) is range_next at the instant t was stamped (no other
@@ -803,6 +785,7 @@ class Warp {
   // comparing, and only counts side events.
   __device__ __forceinline__ void emit(unsigned kind, unsigned short name,
                                        unsigned payload) {
+    if (g_ == 0u) return;
 #if IKET__BUILD_WRAP
     const unsigned c = pos_;
     detail::record_at(slot(c), on_, tag(kind, name), addend(payload), never());
@@ -814,6 +797,7 @@ class Warp {
   // emit_at is emit with a clock read earlier.
   __device__ __forceinline__ void emit_at(Stamp t, unsigned kind,
                                           unsigned short name, unsigned payload) {
+    if (g_ == 0u) return;
 #if IKET__BUILD_WRAP
     const unsigned c = pos_;
     detail::record_at_c(slot(c), on_, tag(kind, name), addend(payload), t.clock);
@@ -834,6 +818,7 @@ class Warp {
   // emit_pair_tags is emit_pair with the tags and addends made (Batch).
   __device__ __forceinline__ void emit_pair_tags(Stamp t, unsigned k1, unsigned a1,
                                                  unsigned k2, unsigned a2) {
+    if (g_ == 0u) return;
 #if IKET__BUILD_WRAP
     const unsigned c = pos_;
     detail::record_at_c(slot(c), on_, k1, a1, t.clock);
@@ -849,7 +834,6 @@ class Warp {
   // counts them as side events when this lane is the lowest active one but
   // not lane 0 (lt_ | 1 is 1 in lane 0, which is active when it records).
   __device__ __forceinline__ void wrap_step(unsigned c, unsigned n) {
-    if (g_ == 0u) return;  // dormant: the active mask's read would stay
     sc_ += (detail::active_mask() & (lt_ | 1u)) == 0u ? n : 0u;
     pos_ = min(c + 8u * n, detail::kCursorLimit);
   }
