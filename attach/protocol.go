@@ -119,7 +119,7 @@ type LaunchInfo struct {
 // Skip is a launch that could not be traced.
 type Skip struct {
 	Kernel *string `json:"kernel"` // nil for a graph launch
-	Code   string  `json:"code"`   // graph, stream_capture, too_large, alloc, SkipNoWarp, ...
+	Code   string  `json:"code"`   // graph, stream_capture, too_large, alloc, SkipNoWarp, SkipDormant, ...
 	Why    string  `json:"why"`
 }
 
@@ -127,6 +127,11 @@ type Skip struct {
 // traced launch had no warp construct an iket::Warp: it records nothing, is
 // not counted against the selection and is not traced again.
 const SkipNoWarp = "no_warp"
+
+// SkipDormant is the code of a kernel of a dormant build (iket.cuh, an nvcc
+// build without IKET_LIVE) whose module iket could not compile again with
+// its events on: it records nothing and is not traced.
+const SkipDormant = "dormant"
 
 // Start is a traced or timed launch beginning.
 type Start struct {

@@ -380,14 +380,21 @@ func noLaunchError(o runOptions, r *attach.Result) error {
 	// instrumented, but named when they are all there was. The other
 	// skips' codes say why selected launches were not traced.
 	seen := map[string]bool{}
-	var silent, skipped []string
+	var silent, dormant, skipped []string
 	for _, p := range r.Processes {
 		for _, s := range p.Skipped {
 			switch {
-			case s.Code == attach.SkipNoWarp && s.Kernel != nil:
+			case (s.Code == attach.SkipNoWarp || s.Code == attach.SkipDormant) && s.Kernel != nil:
 				if k := attach.Demangle(*s.Kernel); !seen[k] {
 					seen[k] = true
-					silent = append(silent, safeText(k))
+					if s.Code == attach.SkipNoWarp {
+						silent = append(silent, safeText(k))
+					} else {
+						dormant = append(dormant, safeText(k))
+					}
+				}
+				if s.Code == attach.SkipDormant && !slices.Contains(skipped, s.Code) {
+					skipped = append(skipped, s.Code)
 				}
 			case s.Code != attach.SkipNoWarp && !slices.Contains(skipped, s.Code):
 				skipped = append(skipped, s.Code)
@@ -402,6 +409,9 @@ func noLaunchError(o runOptions, r *attach.Result) error {
 				inst = append(inst, safeText(k))
 			}
 		}
+	}
+	if len(inst) == 0 && len(dormant) > 0 {
+		return fmt.Errorf("no traced launch: iket could not compile the module of %s (a dormant build: built with -DIKET_ENABLE=1, its SASS runs no event) again with the events on; the lines above say why", strings.Join(dormant, ", "))
 	}
 	if len(inst) == 0 && len(silent) > 0 {
 		return fmt.Errorf("no instrumented kernel launched: %s, in a module built with -DIKET_ENABLE=1, constructed no iket::Warp (construct one, first, in the kernel to trace)", strings.Join(silent, ", "))
