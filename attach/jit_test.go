@@ -74,6 +74,7 @@ func TestJitImage(t *testing.T) {
 		name     string
 		image    func(*testing.T) string
 		dev      string
+		driver   string // cuDriverGetVersion's; 13000 when empty
 		wrap     bool
 		gates    int      // 0: no PTX comes back
 		target   string   // the .target of the PTX chosen
@@ -88,6 +89,10 @@ func TestJitImage(t *testing.T) {
 			contains: []string{"iket_jit = 1;"}},
 		{name: "a later GPU gets the portable PTX", image: fixture("roles_dormant.fatbin"), dev: "100", gates: 1, target: "sm_90", zstd: true},
 		{name: "an earlier GPU gets none", image: fixture("roles_dormant.fatbin"), dev: "80", why: "another GPU", zstd: true},
+		{name: "a driver older than the PTX gets none", image: fixture("roles_dormant.fatbin"), dev: "90", driver: "12090", why: "later CUDA than this driver", zstd: true},
+		{name: "PTX text for a later driver", image: func(t *testing.T) string {
+			return text(t, strings.Replace(minified, ".version 9.0", ".version 9.1", 1))
+		}, dev: "90", why: "later CUDA"},
 		{name: "a dormant build without PTX", image: fixture("roles_sass.fatbin"), dev: "90", why: "holds no PTX"},
 		{name: "an uninstrumented build", image: fixture("roles_plain.fatbin"), dev: "90"},
 		{name: "PTX text, minified as nvcc embeds it", image: func(t *testing.T) string { return text(t, minified) }, dev: "90", gates: 2, target: "sm_90a",
@@ -96,7 +101,11 @@ func TestJitImage(t *testing.T) {
 		{name: "a cubin", image: func(t *testing.T) string { return text(t, "\x7fELF\x02\x01\x01A iket_jit iket_gate, 0;") }, dev: "90"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := []string{tc.image(t), tc.dev}
+			driver := tc.driver
+			if driver == "" {
+				driver = "13000"
+			}
+			args := []string{tc.image(t), tc.dev, driver}
 			if tc.wrap {
 				args = append(args, "wrap")
 			}

@@ -1532,39 +1532,27 @@ static void launch_exit(const CUpti_CallbackData *d) {
 
 /* ---- dormant builds compiled again with their events on (iket_jit.h) ---- */
 
-/* The images replaced, by the program's image: a module loaded again (in
- * another context) gets the same text. Kept for the life of the process:
- * the driver may read an image after the load call returns. */
-typedef struct jitted {
-  struct jitted *next;
-  const void *image;
-  char *ptx; /* NULL: the image has no gated PTX */
-} jitted;
-static jitted *jits;
-static __thread const void *jit_orig; /* the program's image, between ENTER and EXIT */
-static __thread int jit_retry;        /* inside jit_load's own load call */
+/* The program's image between a load's ENTER and EXIT, when iket replaced
+ * it. The PTX given in its place is never freed: the driver may read an
+ * image after the load call returns. */
+static __thread const void *jit_orig;
+static __thread int jit_retry; /* inside jit_load's own load call */
 
-/* jit_for is the PTX to load in place of image, or NULL. Under mu. */
+/* jit_for is the PTX to load in place of image, or NULL. Under mu. Not
+ * cached by address: a program may load another image from the same
+ * buffer later. */
 static char *jit_for(const void *image) {
-  for (jitted *j = jits; j; j = j->next)
-    if (j->image == image) return j->ptx;
   CUdevice dev = 0;
-  int major = 0, minor = 0;
+  int major = 0, minor = 0, drv = 0;
   if (cu.CtxGetDevice(&dev) != CUDA_SUCCESS) dev = 0;
   if (cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
-      cu.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS)
+      cu.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS ||
+      cu.DriverGetVersion(&drv) != CUDA_SUCCESS)
     return NULL;
   int gates = 0;
   const char *why = NULL;
-  char *ptx = jit_image(image, major * 10 + minor, &gates, &why);
+  char *ptx = jit_image(image, major * 10 + minor, jit_max_isa(drv), &gates, &why);
   if (why != NULL) jit_why = why;
-  jitted *j = calloc(1, sizeof *j);
-  if (j != NULL) {
-    j->image = image;
-    j->ptx = ptx;
-    j->next = jits;
-    jits = j;
-  }
   return ptx;
 }
 

@@ -97,6 +97,30 @@ static int jit_target(const char *ptx, char *suffix) {
   return v;
 }
 
+/* jit_isa reads PTX text's ".version A.B" as A * 10 + B, or 0. */
+static int jit_isa(const char *ptx) {
+  const char *v = strstr(ptx, ".version ");
+  if (v == NULL) return 0;
+  v += strlen(".version ");
+  int a = 0, b = 0;
+  while (*v >= '0' && *v <= '9') a = a * 10 + (*v++ - '0');
+  if (*v++ != '.') return 0;
+  while (*v >= '0' && *v <= '9') b = b * 10 + (*v++ - '0');
+  return a * 10 + b;
+}
+
+/* jit_max_isa is the newest PTX ISA a driver of version drv
+ * (cuDriverGetVersion: 13000 for CUDA 13.0) compiles: ISA 9.x came with
+ * CUDA 13.x, 8.0-8.4 with 12.0-12.4, 8.5 with 12.5 and 12.6, 8.6-8.8 with
+ * 12.7-12.9, 7.x with 11.x. */
+static int jit_max_isa(int drv) {
+  int major = drv / 1000, minor = drv % 1000 / 10;
+  if (major >= 13) return (major - 4) * 10 + minor;
+  if (major == 12) return minor <= 5 ? 80 + minor : minor == 6 ? 85 : 79 + minor;
+  if (major == 11) return 70 + minor;
+  return 0;
+}
+
 /* jit_fits ranks PTX for sm_dev: 0 when the device cannot compile it
  * (an arch-specific "a" target of another device, a later one), more the
  * better (the device's own "a" target first, then the latest). */
@@ -163,10 +187,11 @@ static char *jit_patch(const char *ptx, size_t n, int *gates) {
 }
 
 /* jit_image is the PTX text for the driver to compile in place of image,
- * with the events on, for a device of compute capability dev (90 for 9.0);
+ * with the events on, for a device of compute capability dev (90 for 9.0)
+ * and a driver that compiles PTX ISA up to max_isa (jit_max_isa);
  * NULL when the image holds no gated PTX, and then *why says why when it
  * held gates that could not be used. */
-static char *jit_image(const void *image, int dev, int *gates, const char **why) {
+static char *jit_image(const void *image, int dev, int max_isa, int *gates, const char **why) {
   *why = NULL;
   *gates = 0;
   if (image == NULL) return NULL;
@@ -190,6 +215,12 @@ static char *jit_image(const void *image, int dev, int *gates, const char **why)
       free(out);
       *gates = 0;
       *why = "its PTX targets another GPU than this one";
+      return NULL;
+    }
+    if (out != NULL && jit_isa(s) > max_isa) {
+      free(out);
+      *gates = 0;
+      *why = "its PTX is of a later CUDA than this driver compiles: update the driver, or build with -DIKET_LIVE=1";
       return NULL;
     }
     return out;
@@ -226,7 +257,7 @@ static char *jit_image(const void *image, int dev, int *gates, const char **why)
   }
   if (elves > 0 && !marked) return NULL;
   char *best = NULL;
-  int best_rank = 0, best_gates = 0, gated = 0;
+  int best_rank = 0, best_gates = 0, gated = 0, too_new = 0;
   const char *fail = NULL;
   for (const unsigned char *e = first; e + 64 <= end;) {
     unsigned kind = (unsigned)(e[0] | e[1] << 8);
@@ -258,6 +289,10 @@ static char *jit_image(const void *image, int dev, int *gates, const char **why)
           char suffix = 0;
           int t = jit_target(text, &suffix);
           int r = jit_fits(t, suffix, dev);
+          if (r > 0 && jit_isa(text) > max_isa) {
+            too_new = 1;
+            r = 0;
+          }
           if (r > best_rank) {
             free(best);
             best = out;
@@ -278,7 +313,8 @@ static char *jit_image(const void *image, int dev, int *gates, const char **why)
     *gates = best_gates;
     return best;
   }
-  if (gated) *why = "its PTX targets another GPU than this one";
+  if (too_new) *why = "its PTX is of a later CUDA than this driver compiles: update the driver, or build with -DIKET_LIVE=1";
+  else if (gated) *why = "its PTX targets another GPU than this one";
   else if (fail != NULL) *why = fail;
   else if (marked) *why = "its fatbin holds no PTX (built for sm_XX only: add code=compute_XX to -gencode, build with -arch=sm_XX, or build with -DIKET_LIVE=1)";
   return NULL;
