@@ -359,6 +359,8 @@ func (c *ctaAnalysis) process(st *ctaState) {
 		s.active += x.active
 		s.span += span
 		s.ranges += uint64(x.hi - x.lo)
+		// ars is sorted by payload within the series: its last is the largest
+		s.staged = s.staged || c.ars[x.hi-1].payload != 0
 		if !s.hasRanges {
 			s.firstNoA, s.hasRanges = c.noA(x.first), true
 		}

@@ -264,8 +264,11 @@ func bubbleOf(st *ctaState, xs, ys int32, x, y string) BubbleResult {
 // Pipeline returns lag(x, y) and bubble(x, y) for every ordered pair of
 // tracked role series (x, y) of two different roles and range names, in the
 // order of [Analyzer.OverlapMatrix]'s names: Lags keeps the pairs with
-// matched ranges whose median lag is not negative (y follows x), Bubbles
-// the pairs with a bubble. Both are the caller's.
+// matched ranges whose median lag is not negative (y follows x) but for a
+// pair of which only one side has stages (a range with a payload other than
+// 0): the other side's ranges carry no stage, and their payload 0 is not the
+// first stage's. Bubbles keeps the pairs with a bubble. Both are the
+// caller's.
 func (a *Analyzer) Pipeline() Pipeline {
 	st := a.view()
 	p := Pipeline{Lags: []LagResult{}, Bubbles: []BubbleResult{}}
@@ -278,7 +281,7 @@ func (a *Analyzer) Pipeline() Pipeline {
 				continue
 			}
 			xl, yl := a.seriesLabel(sx.g, sx.name), a.seriesLabel(sy.g, sy.name)
-			if l := st.pairs[x][y].lag.result(xl, yl); l.Count > 0 && l.P50Ns >= 0 {
+			if l := st.pairs[x][y].lag.result(xl, yl); sx.staged == sy.staged && l.Count > 0 && l.P50Ns >= 0 {
 				p.Lags = append(p.Lags, l)
 			}
 			if b := bubbleOf(st, x, y, xl, yl); b.BubbleNs > 0 {

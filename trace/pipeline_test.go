@@ -122,6 +122,33 @@ func TestLag(t *testing.T) {
 	}
 }
 
+// TestPipelineUnstaged: a range that carries no stage (payload 0 on every
+// one, an epilogue) is not paired by stage with one that has stages.
+func TestPipelineUnstaged(t *testing.T) {
+	prod := tw{cta: 0, warp: 0, role: tProducer, last: 100}
+	cons := tw{cta: 0, warp: 1, role: tConsumer, last: 100}
+	for s := int64(0); s < 4; s++ {
+		prod.ranges = append(prod.ranges, rng{tLoad, uint16(s), 10 * s, 10*s + 5})
+		cons.ranges = append(cons.ranges, rng{tCompute, uint16(s), 10*s + 6, 10*s + 9})
+	}
+	cons.ranges = append(cons.ranges, rng{tOther, 0, 60, 90}) // the epilogue
+	p := analyze(t, testMeta(t), prod, cons).Pipeline()
+	var pairs []string
+	for _, l := range p.Lags {
+		pairs = append(pairs, l.X+" -> "+l.Y)
+	}
+	if diff := cmp.Diff([]string{"producer:load -> consumer:compute"}, pairs); diff != "" {
+		t.Errorf("Pipeline lags (-want +got):\n%s", diff)
+	}
+	found := false
+	for _, b := range p.Bubbles {
+		found = found || b.X == "producer:load" && b.Y == "consumer:other"
+	}
+	if !found {
+		t.Errorf("Pipeline bubbles %+v: want load -> other's still there", p.Bubbles)
+	}
+}
+
 // TestLagSketch checks the quantiles of negative and positive lags past the
 // exact limit against the exact values.
 func TestLagSketch(t *testing.T) {

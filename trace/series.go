@@ -132,6 +132,7 @@ type trackedSeries struct {
 	firstNoA     OrderViolation // its first range in the first CTA it ran in, as a before() violation with no A
 	hasFirst     bool
 	hasRanges    bool
+	staged       bool      // a range of it carried a payload other than 0: it has stages
 	busiest      CTABubble // the CTA where it was active for the largest share of the CTA's span
 }
 
