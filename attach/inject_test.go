@@ -272,6 +272,16 @@ func TestInject(t *testing.T) {
 			},
 		},
 		{
+			name: "a dormant build whose PTX is for another GPU is named with that reason",
+			args: []string{"--dormant", "other", "--launches", "1"},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if len(p.Skipped) != 1 || p.Skipped[0].Code != "dormant" || !strings.Contains(p.Skipped[0].Why, "targets another GPU") {
+					t.Errorf("skipped %+v, want the kernel named with its module's reason", p.Skipped)
+				}
+			},
+		},
+		{
 			name: "a dormant build whose PTX does not compile runs as built",
 			args: []string{"--dormant", "ptx", "--launches", "2"},
 			env:  []string{"FAKE_JIT_FAIL=1"},
@@ -280,7 +290,7 @@ func TestInject(t *testing.T) {
 				if n := len(p.Traced()); n != 0 {
 					t.Fatalf("traced %d launches, want none", n)
 				}
-				if !hasNote(p, "jit") || len(p.Skipped) != 1 || p.Skipped[0].Code != "dormant" {
+				if !hasNote(p, "jit") || len(p.Skipped) != 1 || p.Skipped[0].Code != "dormant" || !strings.Contains(p.Skipped[0].Why, "did not compile its PTX") {
 					t.Errorf("notes %+v, skipped %+v, want the failed compile noted and the kernel named", p.Notes, p.Skipped)
 				}
 				if p.Bye == nil || p.Bye.Launches != 2 {

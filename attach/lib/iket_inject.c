@@ -152,7 +152,14 @@ static unsigned char driver_ptsz[MAX_CBID]; /* the entry point's NULL stream is 
 /* the module loads whose image iket replaces in trace mode (iket_jit.h) */
 enum { L_NONE, L_MODULE, L_MODULE_EX, L_FATBIN, L_LIBRARY };
 static unsigned char load_kind[MAX_CBID];
-static const char *jit_why; /* why the last gated image could not be used */
+/* Why a module's dormant build could not be compiled again, by the
+ * module or library handle its load returned (jit_load). */
+typedef struct jit_why {
+  struct jit_why *next;
+  const void *handle;
+  const char *why;
+} jit_why;
+static jit_why *jit_whys;
 
 /* Per-function cache. */
 typedef struct fn {
@@ -163,6 +170,7 @@ typedef struct fn {
   int decided, instrumented, selected;
   int capacity_noted; /* the lowered capacity was named once */
   CUdeviceptr state, table, jit; /* jit: iket_jit, in a dormant build's module */
+  const char *jit_why;           /* why its module was not compiled again, if known */
   size_t state_size, table_size;
   unsigned char initial[STATE_SIZE];
   /* time mode: ntimes ranges of occurrences to time, as pairs in times;
@@ -648,6 +656,14 @@ static void ask(fn *e, int version, int build, const char *names, size_t state_s
   free(b.p);
 }
 
+/* why_of is why the module or library h was not compiled again with its
+ * events on, or NULL. */
+static const char *why_of(const void *h) {
+  for (jit_why *w = jit_whys; w; w = w->next)
+    if (w->handle == h) return w->why;
+  return NULL;
+}
+
 /* lookup finds or adds f's entry; a new one is resolved (its module and
  * globals: no copies, which a stream capture would not allow). */
 static fn *lookup(const CUpti_CallbackData *d, CUfunction f) {
@@ -672,6 +688,9 @@ static fn *lookup(const CUpti_CallbackData *d, CUfunction f) {
     if (cu.ModuleGetGlobal(&e->table, &e->table_size, m, "iket_name_table") != CUDA_SUCCESS) e->table = 0;
     size_t n;
     if (cu.ModuleGetGlobal(&e->jit, &n, m, JIT_MARKER) != CUDA_SUCCESS || n != 4) e->jit = 0;
+    e->jit_why = why_of(m);
+    if (e->jit_why == NULL && cu.KernelGetLibrary != NULL && cu.KernelGetLibrary(&lib, (CUkernel)f) == CUDA_SUCCESS)
+      e->jit_why = why_of(lib);
   } else if (cu.KernelGetLibrary != NULL && cu.LibraryGetGlobal != NULL &&
              cu.KernelGetLibrary(&lib, (CUkernel)f) == CUDA_SUCCESS &&
              cu.LibraryGetGlobal(&e->state, &e->state_size, lib, "iket_state") == CUDA_SUCCESS) {
@@ -681,6 +700,7 @@ static fn *lookup(const CUpti_CallbackData *d, CUfunction f) {
     if (cu.LibraryGetGlobal(&e->table, &e->table_size, lib, "iket_name_table") != CUDA_SUCCESS) e->table = 0;
     size_t n;
     if (cu.LibraryGetGlobal(&e->jit, &n, lib, JIT_MARKER) != CUDA_SUCCESS || n != 4) e->jit = 0;
+    e->jit_why = why_of(lib);
   }
   return e;
 }
@@ -714,7 +734,7 @@ static void decide(fn *e) {
     snprintf(why, sizeof why,
              "built with IKET_ENABLE=1, its events are compiled out of the code that runs, and iket could not compile "
              "its module again with them on: %s",
-             jit_why != NULL ? jit_why
+             e->jit_why != NULL ? e->jit_why
                              : "the module was not loaded from a fatbin or PTX iket could read (a cubin, a file, or a "
                                "device-linked -rdc=true program): build with -arch=sm_XX, which embeds PTX, or with "
                                "-DIKET_LIVE=1");
@@ -1536,12 +1556,13 @@ static void launch_exit(const CUpti_CallbackData *d) {
  * it. The PTX given in its place is never freed: the driver may read an
  * image after the load call returns. */
 static __thread const void *jit_orig;
-static __thread int jit_retry; /* inside jit_load's own load call */
+static __thread int jit_retry;          /* inside jit_load's own load call */
+static __thread const char *jit_failed; /* why the image of the load under way was not replaced */
 
 /* jit_for is the PTX to load in place of image, or NULL. Under mu. Not
  * cached by address: a program may load another image from the same
  * buffer later. */
-static char *jit_for(const void *image) {
+static char *jit_for(const void *image, const char **why) {
   CUdevice dev = 0;
   int major = 0, minor = 0, drv = 0;
   if (cu.CtxGetDevice(&dev) != CUDA_SUCCESS) dev = 0;
@@ -1550,10 +1571,21 @@ static char *jit_for(const void *image) {
       cu.DriverGetVersion(&drv) != CUDA_SUCCESS)
     return NULL;
   int gates = 0;
-  const char *why = NULL;
-  char *ptx = jit_image(image, major * 10 + minor, jit_max_isa(drv), &gates, &why);
-  if (why != NULL) jit_why = why;
-  return ptx;
+  return jit_image(image, major * 10 + minor, jit_max_isa(drv), &gates, why);
+}
+
+/* remember_why keeps why the module or library that the load d returned
+ * (its first parameter points to the handle) was not compiled again. */
+static void remember_why(const CUpti_CallbackData *d, const char *why) {
+  void *const *out = *(void *const *const *)d->functionParams;
+  jit_why *w = out != NULL ? calloc(1, sizeof *w) : NULL;
+  if (w == NULL) return;
+  pthread_mutex_lock(&mu);
+  w->handle = *out;
+  w->why = why;
+  w->next = jit_whys;
+  jit_whys = w;
+  pthread_mutex_unlock(&mu);
 }
 
 /* jit_load gives a module load the PTX of a dormant build with its events
@@ -1564,8 +1596,9 @@ static void jit_load(const CUpti_CallbackData *d, int kind) {
   const void **image = (const void **)((char *)(uintptr_t)d->functionParams + sizeof(void *));
   if (d->callbackSite == CUPTI_API_ENTER) {
     jit_orig = NULL;
+    jit_failed = NULL;
     pthread_mutex_lock(&mu);
-    char *ptx = jit_for(*image);
+    char *ptx = jit_for(*image, &jit_failed);
     pthread_mutex_unlock(&mu);
     if (ptx != NULL) {
       jit_orig = *image;
@@ -1573,10 +1606,14 @@ static void jit_load(const CUpti_CallbackData *d, int kind) {
     }
     return;
   }
+  CUresult *rv = d->functionReturnValue;
+  if (jit_failed != NULL) {
+    if (rv != NULL && *rv == CUDA_SUCCESS) remember_why(d, jit_failed);
+    jit_failed = NULL;
+  }
   if (jit_orig == NULL) return;
   const void *orig = jit_orig;
   jit_orig = NULL;
-  CUresult *rv = d->functionReturnValue;
   if (rv == NULL || *rv == CUDA_SUCCESS) return;
   note("warning", "jit", "the driver did not compile a module's PTX with iket's events on (%s); it runs as built", errname(*rv));
   void *p = (void *)(uintptr_t)d->functionParams;
@@ -1598,6 +1635,7 @@ static void jit_load(const CUpti_CallbackData *d, int kind) {
   }
   jit_retry = 0;
   *rv = r;
+  if (r == CUDA_SUCCESS) remember_why(d, "the driver did not compile its PTX with the events on (the warning above names the error)");
 }
 
 static void callback(void *u, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data) {

@@ -47,7 +47,7 @@ static void usage(void) {
           "  [--ex | --coop] [--ptsz] [--grid X] [--block N] [--graph] [--fork N] [--exit CODE]\n"
           "  [--crash] [--print] [--wrap] [--version V] [--names ESCAPED] [--ctx-create]\n"
           "  [--nonblocking] [--l2-window] [--l2-limit N] [--ex-window] [--capture-mode global|thread|relaxed] [--capture-ptsz] [--capture-other]\n"
-          "  [--cubin PATH] [--decoy-cubin PATH] [--dormant ptx|sass]\n"
+          "  [--cubin PATH] [--decoy-cubin PATH] [--dormant ptx|other|sass]\n"
           "BEHAVIOUR: pc unpaired hang fault plain\n");
   exit(2);
 }
@@ -121,6 +121,7 @@ static char *descriptor(void) {
    * SASS alone */
   if (opt.dormant) {
     if (!strcmp(opt.dormant, "ptx")) w += snprintf(d + w, n - (size_t)w, ".version 9.0\n.target sm_90\n");
+    if (!strcmp(opt.dormant, "other")) w += snprintf(d + w, n - (size_t)w, ".version 9.0\n.target sm_100a\n");
     w += snprintf(d + w, n - (size_t)w, ".global .align 4 .u32 iket_jit;\nmov.b32 iket_gate, 0;\n");
   }
   for (int k = 0; k < opt.nkernels; k++)
