@@ -227,6 +227,9 @@ static char *jit_image(const void *image, int dev, int max_isa, int *gates, cons
   }
   uint64_t fat = jit_u64(p + 8);
   unsigned hs = (unsigned)(p[6] | p[7] << 8);
+  /* the driver reads the same header: only one no driver would take is
+   * left alone here */
+  if (hs < 16 || fat > (1ull << 31)) return NULL;
   const unsigned char *first = p + hs, *end = p + hs + fat;
   /* Only a module whose cubin for this GPU (any cubin when none is for
    * it) defines the marker is examined further: a program's other fatbins
