@@ -3,9 +3,10 @@
  * handle).
  *
  * iket.cuh puts every event of an nvcc build behind a gate, the PTX
- * instruction "mov.b32 %rN, 0; // iket-gate", which ptxas folds: the SASS
- * that nvcc builds runs the plain code. The same module's PTX still holds the
- * events. jit_image finds that PTX in the image a load call was given (a
+ * instruction "mov.b32 iket_gate, 0;" (a register of that name), which
+ * ptxas folds: the SASS that nvcc builds runs the plain code. The same
+ * module's PTX still holds the events. jit_image finds that PTX in the
+ * image a load call was given (a
  * fatbin, the wrapper cudart passes, or PTX text), sets every gate to 1 and
  * the marker global iket_jit to 1, and returns the text, which the driver
  * then compiles in place of the image.
@@ -31,6 +32,12 @@
 #define JIT_WRAPPER_MAGIC 0x466243b1u
 #define JIT_GATE "iket_gate,"
 #define JIT_MARKER "iket_jit"
+#define JIT_ZSTD_MAGIC 0xFD2FB528u
+
+/* The reasons jit_image gives, compared by address. */
+static const char jit_why_other_gpu[] = "its PTX targets another GPU than this one";
+static const char jit_why_too_new[] =
+    "its PTX is of a later CUDA than this driver compiles: update the driver, or build with -DIKET_LIVE=1";
 
 static uint32_t jit_u32(const unsigned char *p) {
   uint32_t v;
@@ -186,6 +193,88 @@ static char *jit_patch(const char *ptx, size_t n, int *gates) {
   return out;
 }
 
+/* jit_entry is one fatbin entry: its kind (1 PTX, 2 ELF), architecture,
+ * payload and the payload's compressed size (0 when it states none). */
+typedef struct {
+  unsigned kind;
+  int arch;
+  const unsigned char *pl;
+  uint64_t size;
+  uint32_t csize;
+} jit_entry;
+
+/* jit_next reads the entry at *e into x and moves *e past it; 0 at end or
+ * at a header that does not fit before end. */
+static int jit_next(const unsigned char **e, const unsigned char *end, jit_entry *x) {
+  const unsigned char *p = *e;
+  if (end - p < 64) return 0;
+  uint64_t room = (uint64_t)(end - p);
+  uint32_t ehs = jit_u32(p + 4);
+  uint64_t size = jit_u64(p + 8);
+  if (ehs < 64 || ehs > room || size > room - ehs) return 0;
+  x->kind = (unsigned)(p[0] | p[1] << 8);
+  x->arch = (int)jit_u32(p + 28);
+  x->pl = p + ehs;
+  x->size = size;
+  x->csize = jit_u32(p + 16);
+  *e = x->pl + size;
+  return 1;
+}
+
+/* jit_unpack is x's payload and its length: decompressed into *copy (the
+ * caller frees it) when it is a zstd frame, else the entry's own bytes
+ * (*copy NULL); NULL with *why set when it does not decompress. */
+static const unsigned char *jit_unpack(const jit_entry *x, size_t *n, char **copy, const char **why) {
+  *copy = NULL;
+  if (x->size >= 4 && jit_u32(x->pl) == JIT_ZSTD_MAGIC) {
+    *copy = jit_zstd(x->pl, x->csize != 0 && x->csize <= x->size ? x->csize : (size_t)x->size, n, why);
+    return (const unsigned char *)*copy;
+  }
+  *n = (size_t)x->size;
+  return x->pl;
+}
+
+/* jit_marked reports whether a cubin of architecture arch (any when arch
+ * is 0) in the entries [first, end) defines the marker global; -1 when
+ * there is no such cubin. */
+static int jit_marked(const unsigned char *first, const unsigned char *end, int arch) {
+  int found = -1;
+  jit_entry x;
+  for (const unsigned char *e = first; found < 1 && jit_next(&e, end, &x);) {
+    if (x.kind != 2 || (arch != 0 && x.arch != arch)) continue;
+    size_t n = 0;
+    char *copy;
+    const char *w = NULL;
+    const unsigned char *d = jit_unpack(&x, &n, &copy, &w);
+    found = d != NULL && memmem(d, n, JIT_MARKER, strlen(JIT_MARKER) + 1) != NULL;
+    free(copy);
+  }
+  return found;
+}
+
+/* jit_candidate is NUL-terminated PTX text of n bytes patched (jit_patch),
+ * with its rank for the device (jit_fits, > 0), or NULL: no gates, or
+ * gates it cannot use here, and then *why says why. */
+static char *jit_candidate(const char *text, size_t n, int dev, int max_isa, int *gates, int *rank,
+                           const char **why) {
+  *rank = 0;
+  char *out = jit_patch(text, n, gates);
+  if (out == NULL) return NULL;
+  char suffix = 0;
+  int t = jit_target(text, &suffix);
+  if (jit_fits(t, suffix, dev) == 0) {
+    *why = jit_why_other_gpu;
+  } else if (jit_isa(text) > max_isa) {
+    *why = jit_why_too_new;
+  } else {
+    *rank = jit_fits(t, suffix, dev);
+    return out;
+  }
+  free(out);
+  *gates = 0;
+  return NULL;
+}
+
 /* jit_image is the PTX text for the driver to compile in place of image,
  * with the events on, for a device of compute capability dev (90 for 9.0)
  * and a driver that compiles PTX ISA up to max_isa (jit_max_isa);
@@ -206,24 +295,9 @@ static char *jit_image(const void *image, int dev, int max_isa, int *gates, cons
     /* PTX text: a NUL-terminated string that declares its version */
     if (p[0] == 0x7f && p[1] == 'E') return NULL; /* a cubin */
     const char *s = (const char *)p;
-    size_t n = strnlen(s, (size_t)1 << 30);
     if (strstr(s, ".version") == NULL) return NULL;
-    char suffix = 0;
-    int t = jit_target(s, &suffix);
-    char *out = jit_patch(s, n, gates);
-    if (out != NULL && jit_fits(t, suffix, dev) == 0) {
-      free(out);
-      *gates = 0;
-      *why = "its PTX targets another GPU than this one";
-      return NULL;
-    }
-    if (out != NULL && jit_isa(s) > max_isa) {
-      free(out);
-      *gates = 0;
-      *why = "its PTX is of a later CUDA than this driver compiles: update the driver, or build with -DIKET_LIVE=1";
-      return NULL;
-    }
-    return out;
+    int rank;
+    return jit_candidate(s, strnlen(s, (size_t)1 << 30), dev, max_isa, gates, &rank, why);
   }
   uint64_t fat = jit_u64(p + 8);
   unsigned hs = (unsigned)(p[6] | p[7] << 8);
@@ -234,92 +308,57 @@ static char *jit_image(const void *image, int dev, int max_isa, int *gates, cons
   /* Only a module whose cubin for this GPU (any cubin when none is for
    * it) defines the marker is examined further: a program's other fatbins
    * (a library's thousands of kernels) cost the walk over their headers. */
-  int elves = 0, marked = 0;
-  for (int pass = 0; pass < 2 && !marked; ++pass) {
-    for (const unsigned char *e = first; e + 64 <= end && !marked;) {
-      uint32_t ehs = jit_u32(e + 4);
-      uint64_t size = jit_u64(e + 8);
-      if (ehs < 64 || size > (uint64_t)(end - e) - ehs) break;
-      const unsigned char *pl = e + ehs;
-      if ((e[0] | e[1] << 8) == 2 && (pass == 1 || (int)jit_u32(e + 28) == dev)) {
-        ++elves;
-        if (size >= 4 && jit_u32(pl) == 0xFD2FB528u) {
-          size_t n = 0;
-          const char *w = NULL;
-          uint32_t csize = jit_u32(e + 16);
-          char *elf = jit_zstd(pl, csize != 0 && csize <= size ? csize : (size_t)size, &n, &w);
-          marked = elf != NULL && memmem(elf, n, JIT_MARKER, strlen(JIT_MARKER) + 1) != NULL;
-          free(elf);
-        } else {
-          marked = memmem(pl, (size_t)size, JIT_MARKER, strlen(JIT_MARKER) + 1) != NULL;
-        }
-      }
-      e = pl + size;
-    }
-    if (elves > 0) break;
-  }
-  if (elves > 0 && !marked) return NULL;
+  int marked = jit_marked(first, end, dev);
+  if (marked < 0) marked = jit_marked(first, end, 0);
+  if (marked == 0) return NULL;
   char *best = NULL;
-  int best_rank = 0, best_gates = 0, gated = 0, too_new = 0;
-  const char *fail = NULL;
-  for (const unsigned char *e = first; e + 64 <= end;) {
-    unsigned kind = (unsigned)(e[0] | e[1] << 8);
-    uint32_t ehs = jit_u32(e + 4);
-    uint64_t size = jit_u64(e + 8);
-    if (ehs < 64 || size > (uint64_t)(end - e) - ehs) break;
-    const unsigned char *pl = e + ehs;
-    if (kind == 1) {
-      char *text = NULL;
-      size_t n = 0;
-      const char *w = NULL;
-      if (size >= 4 && jit_u32(pl) == 0xFD2FB528u) {
-        uint32_t csize = jit_u32(e + 16);
-        text = jit_zstd(pl, csize != 0 && csize <= size ? csize : (size_t)size, &n, &w);
-      } else if (size > 0 && (pl[0] == '/' || pl[0] == '.' || pl[0] == '\n' || pl[0] == '\t')) {
-        n = strnlen((const char *)pl, (size_t)size);
+  int best_rank = 0, best_gates = 0;
+  const char *reason = NULL, *fail = NULL;
+  jit_entry x;
+  for (const unsigned char *e = first; jit_next(&e, end, &x);) {
+    if (x.kind != 1) continue;
+    size_t n = 0;
+    char *text;
+    const char *w = NULL;
+    const unsigned char *d = jit_unpack(&x, &n, &text, &w);
+    if (d != NULL && text == NULL) {
+      /* plain text (nvcc --no-compress), copied to end in a NUL */
+      if (n > 0 && (d[0] == '/' || d[0] == '.' || d[0] == '\n' || d[0] == '\t')) {
+        n = strnlen((const char *)d, n);
         if ((text = malloc(n + 1)) != NULL) {
-          memcpy(text, pl, n);
+          memcpy(text, d, n);
           text[n] = 0;
         }
       } else {
         w = "its PTX is compressed in a form iket does not read: build with nvcc --no-compress";
       }
-      if (text != NULL) {
-        int g = 0;
-        char *out = jit_patch(text, n, &g);
-        if (out != NULL) {
-          gated = 1;
-          char suffix = 0;
-          int t = jit_target(text, &suffix);
-          int r = jit_fits(t, suffix, dev);
-          if (r > 0 && jit_isa(text) > max_isa) {
-            too_new = 1;
-            r = 0;
-          }
-          if (r > best_rank) {
-            free(best);
-            best = out;
-            best_rank = r;
-            best_gates = g;
-          } else {
-            free(out);
-          }
-        }
-        free(text);
-      } else if (w != NULL) {
-        fail = w;
-      }
     }
-    e = pl + size;
+    if (text == NULL) {
+      if (w != NULL) fail = w;
+      continue;
+    }
+    int g = 0, r = 0;
+    const char *cw = NULL;
+    char *out = jit_candidate(text, n, dev, max_isa, &g, &r, &cw);
+    free(text);
+    /* a driver too old says more than another GPU's PTX */
+    if (cw != NULL && (reason == NULL || cw == jit_why_too_new)) reason = cw;
+    if (out != NULL && r > best_rank) {
+      free(best);
+      best = out;
+      best_rank = r;
+      best_gates = g;
+    } else {
+      free(out);
+    }
   }
   if (best != NULL) {
     *gates = best_gates;
     return best;
   }
-  if (too_new) *why = "its PTX is of a later CUDA than this driver compiles: update the driver, or build with -DIKET_LIVE=1";
-  else if (gated) *why = "its PTX targets another GPU than this one";
+  if (reason != NULL) *why = reason;
   else if (fail != NULL) *why = fail;
-  else if (marked) *why = "its fatbin holds no PTX (built for sm_XX only: add code=compute_XX to -gencode, build with -arch=sm_XX, or build with -DIKET_LIVE=1)";
+  else if (marked == 1) *why = "its fatbin holds no PTX (built for sm_XX only: add code=compute_XX to -gencode, build with -arch=sm_XX, or build with -DIKET_LIVE=1)";
   return NULL;
 }
 
