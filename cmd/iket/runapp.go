@@ -376,27 +376,22 @@ func noLaunchError(o runOptions, r *attach.Result) error {
 	if len(r.Processes) == 0 {
 		return errors.New("no traced launch: the program never initialized CUDA with iket attached (it did not call cuInit, or is linked statically against a CUDA driver iket cannot inject into)")
 	}
-	// Kernels that constructed no Warp record nothing: not listed as
-	// instrumented, but named when they are all there was. The other
-	// skips' codes say why selected launches were not traced.
+	// Kernels that constructed no Warp, and dormant builds iket could not
+	// compile again, record nothing: not listed as instrumented, but named
+	// when they are all there was. The other skips' codes (and dormant's)
+	// say why selected launches were not traced.
 	seen := map[string]bool{}
 	var silent, dormant, skipped []string
+	named := map[string]*[]string{attach.SkipNoWarp: &silent, attach.SkipDormant: &dormant}
 	for _, p := range r.Processes {
 		for _, s := range p.Skipped {
-			switch {
-			case (s.Code == attach.SkipNoWarp || s.Code == attach.SkipDormant) && s.Kernel != nil:
+			if list, ok := named[s.Code]; ok && s.Kernel != nil {
 				if k := attach.Demangle(*s.Kernel); !seen[k] {
 					seen[k] = true
-					if s.Code == attach.SkipNoWarp {
-						silent = append(silent, safeText(k))
-					} else {
-						dormant = append(dormant, safeText(k))
-					}
+					*list = append(*list, safeText(k))
 				}
-				if s.Code == attach.SkipDormant && !slices.Contains(skipped, s.Code) {
-					skipped = append(skipped, s.Code)
-				}
-			case s.Code != attach.SkipNoWarp && !slices.Contains(skipped, s.Code):
+			}
+			if s.Code != attach.SkipNoWarp && !slices.Contains(skipped, s.Code) {
 				skipped = append(skipped, s.Code)
 			}
 		}
