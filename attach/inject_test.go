@@ -301,7 +301,9 @@ func TestInject(t *testing.T) {
 		{
 			name: "timing runs a dormant build as built",
 			args: []string{"--dormant", "ptx", "--launches", "2"},
-			opt:  Options{Mode: ModeTime, Times: map[string][]uint64{"_Z8pipelinePfS_i": {0, 1}}},
+			// a patched image would fail to load and be noted
+			env: []string{"FAKE_JIT_FAIL=1"},
+			opt: Options{Mode: ModeTime, Times: map[string][]uint64{"_Z8pipelinePfS_i": {0, 1}}},
 			check: func(t *testing.T, r *Result) {
 				p := one(t, r)
 				if len(p.Launches) != 2 {
