@@ -1015,6 +1015,20 @@ func TestGPUPairs(t *testing.T) {
 // or that are partial (each group's leader merges with reductions): count,
 // role, the started and finished flags and the end anchor, in device
 // memory and in watch mode's mapped host memory.
+// TestGPUDormantRefused: iket's own loader refuses a dormant build (its
+// events compiled out of the SASS), naming the way out.
+func TestGPUDormantRefused(t *testing.T) {
+	d := openGPU(t)
+	m, err := d.Compile(iket.Source{Path: "pairs.cu", Kind: iket.KindCU, Data: []byte(pairsSource), Options: []string{"-DIKET_LIVE=0"}}, true, "")
+	if err == nil {
+		m.Close()
+		t.Fatal("a dormant build loaded")
+	}
+	if !strings.Contains(err.Error(), "a dormant build") || !strings.Contains(err.Error(), "-DIKET_LIVE=1") {
+		t.Errorf("error %q, want it to name a dormant build and -DIKET_LIVE=1", err)
+	}
+}
+
 func TestGPUExitRecord(t *testing.T) {
 	d := openGPU(t)
 	m, err := d.Compile(iket.Source{Path: "exits.cu", Kind: iket.KindCU, Data: []byte(exitsSource)}, true, "")
