@@ -791,9 +791,7 @@ class Warp {
     detail::record_at(slot(c), on_, tag(kind, name), addend(payload), never());
     wrap_step(c, 1u);
 #else
-    const Ops o = ops();
-    detail::record_one(pos_, o.hi, o.lim, tag(kind, name), addend_of(payload, o.z), o.lt, o.x,
-                       o.top);
+    detail::record_one(pos_, hi(), lim(), tag(kind, name), addend(payload), lt_, x(), top());
 #endif
   }
   // emit_at is emit with a clock read earlier.
@@ -805,9 +803,8 @@ class Warp {
     detail::record_at_c(slot(c), on_, tag(kind, name), addend(payload), t.clock);
     wrap_step(c, 1u);
 #else
-    const Ops o = ops();
-    detail::record_one_c(pos_, o.hi, o.lim, tag(kind, name), addend_of(payload, o.z), o.lt, o.x,
-                         o.top, t.clock);
+    detail::record_one_c(pos_, hi(), lim(), tag(kind, name), addend(payload), lt_, x(), top(),
+                         t.clock);
 #endif
   }
   // emit_pair stores two events, the first at t, the second now.
@@ -829,8 +826,7 @@ class Warp {
     detail::record_at(slot(min(c + 8u, detail::kCursorLimit)), on_, k2, a2, never());
     wrap_step(c, 2u);
 #else
-    const Ops o = ops();
-    detail::record_two(pos_, o.hi, o.lim, k1, a1, o.lt, o.x, o.top, t.clock, k2, a2);
+    detail::record_two(pos_, hi(), lim(), k1, a1, lt_, x(), top(), t.clock, k2, a2);
 #endif
   }
 #if IKET__BUILD_WRAP
@@ -853,42 +849,19 @@ class Warp {
   }
 #if !IKET__BUILD_WRAP
   // x is 0 in lane 0, all ones in the others (and without buffers), so
-  // that pos ^ x is the record's address in one LOP3.
-  static __device__ __forceinline__ unsigned x_of(unsigned lt) { return lt | ~(lt - 1u); }
-  __device__ __forceinline__ unsigned x() const { return x_of(lt_); }
+  // that pos_ ^ x is the record's address in one LOP3.
+  __device__ __forceinline__ unsigned x() const { return lt_ | ~(lt_ - 1u); }
   // lim is the cursor's bound: lane 0's stops before the tail word, a side
   // cursor while its address is at least record 0's; 0 without buffers.
-  static __device__ __forceinline__ unsigned lim_of(unsigned long long base, unsigned cap,
-                                                    unsigned first, unsigned lt) {
-    return base == 0ull ? 0u : x_of(lt) != 0u ? 0u - first : first + 8u * cap;
-  }
   __device__ __forceinline__ unsigned lim() const {
-    return lim_of(iket_state.base, iket_state.capacity, first_, lt_);
+    return iket_state.base == 0ull ? 0u
+           : x() != 0u             ? 0u - first_
+                                   : first_ + 8u * iket_state.capacity;
   }
   // top is the cursor's saturation: lane 0's kCursorLimit, a side cursor's
   // two slots below record 0.
-  static __device__ __forceinline__ unsigned top_of(unsigned first, unsigned lt) {
-    return x_of(lt) != 0u ? ~(first - 16u) : detail::kCursorLimit;
-  }
-  __device__ __forceinline__ unsigned top() const { return top_of(first_, lt_); }
-  // Ops are an event's operands: hi, lim, the lane mask, x, top and z.
-  struct Ops {
-    unsigned hi, lim, lt, x, top, z;
-  };
-  // ops derives them from copies of the members and of iket_state's base
-  // and capacity (offsets 0 and 8) that an asm statement in the event makes,
-  // so that the compiler cannot hoist them out of the kernel's loops:
-  // hoisted, each is a register live across the loop, as a member would be.
-  // On the H200 (CUDA 13.0) this took tiled_gemm traced from 1.23 to 1.14
-  // and left the dormant builds' times as they were (docs/OVERHEAD.md).
-  __device__ __forceinline__ Ops ops() const {
-    unsigned f = first_, l = lt_, cap;
-    unsigned long long b;
-    asm volatile("ld.const.u64 %0, [iket_state];\n\tld.const.u32 %1, [iket_state+8];"
-                 : "=l"(b), "=r"(cap), "+r"(f), "+r"(l));
-    const Ops o = {static_cast<unsigned>(b >> 32), lim_of(b, cap, f, l), l, x_of(l), top_of(f, l),
-                   l >> 31};
-    return o;
+  __device__ __forceinline__ unsigned top() const {
+    return x() != 0u ? ~(first_ - 16u) : detail::kCursorLimit;
   }
 #endif
   // live reports whether the launch has buffers (the runtime set
@@ -929,11 +902,8 @@ class Warp {
   // every lane), 1 without (nothing is stored then), and a per-lane value
   // to ptxas, which then keeps the tag's add on the vector datapath.
   __device__ __forceinline__ unsigned z() const { return lt_ >> 31; }
-  static __device__ __forceinline__ unsigned addend_of(unsigned payload, unsigned z) {
-    return (payload & 0xffffu) + z;
-  }
   __device__ __forceinline__ unsigned addend(unsigned payload) const {
-    return addend_of(payload, z());
+    return (payload & 0xffffu) + z();
   }
 
   unsigned g_;      // detail::gate(): 0 in a dormant build
