@@ -2,9 +2,13 @@ package attach
 
 import (
 	"bytes"
+	"encoding/binary"
+	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,6 +74,19 @@ func TestJitImage(t *testing.T) {
 	fixture := func(name string) func(*testing.T) string {
 		return func(*testing.T) string { return filepath.Join("testdata", "jit", name) }
 	}
+	// damaged is the LZ4 fixture with each PTX entry's header changed by
+	// f (the entry's 64 bytes and the image).
+	damaged := func(f func(h []byte)) func(*testing.T) string {
+		return func(t *testing.T) string {
+			b := readFixture(t, "roles_dormant_lz4.fatbin")
+			for _, e := range fatbinEntries(t, b) {
+				if binary.LittleEndian.Uint16(b[e:]) == 1 {
+					f(b[e : e+64])
+				}
+			}
+			return text(t, string(b))
+		}
+	}
 	for _, tc := range []struct {
 		name     string
 		image    func(*testing.T) string
@@ -87,6 +104,14 @@ func TestJitImage(t *testing.T) {
 		{name: "as cudart passes it, in a wrapper", image: fixture("roles_dormant.fatbin"), dev: "90", wrap: true, gates: 1, target: "sm_90a", zstd: true},
 		{name: "built with --no-compress", image: fixture("roles_dormant_raw.fatbin"), dev: "90", gates: 1, target: "sm_90a",
 			contains: []string{"iket_jit = 1;"}},
+		{name: "compressed as nvcc 12 does (LZ4 blocks)", image: fixture("roles_dormant_lz4.fatbin"), dev: "90", gates: 1, target: "sm_90a",
+			contains: []string{".global .align 4 .u32 iket_jit = 1;", "mov.b32 iket_gate, 1;"}},
+		{name: "an LZ4 block cut short", image: damaged(func(h []byte) {
+			binary.LittleEndian.PutUint32(h[16:], binary.LittleEndian.Uint32(h[16:])-9)
+		}), dev: "90", why: "LZ4-compressed PTX did not decode"},
+		{name: "an LZ4 block shorter than its stated size", image: damaged(func(h []byte) {
+			binary.LittleEndian.PutUint64(h[56:], binary.LittleEndian.Uint64(h[56:])+1)
+		}), dev: "90", why: "LZ4-compressed PTX did not decode"},
 		{name: "a later GPU gets the portable PTX", image: fixture("roles_dormant.fatbin"), dev: "100", gates: 1, target: "sm_90", zstd: true},
 		{name: "an earlier GPU gets none", image: fixture("roles_dormant.fatbin"), dev: "80", why: "another GPU", zstd: true},
 		{name: "a driver older than the PTX gets none", image: fixture("roles_dormant.fatbin"), dev: "90", driver: "12090", why: "later CUDA than this driver", zstd: true},
@@ -145,4 +170,62 @@ func TestJitImage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestJitImageDamagedLZ4 runs jit_image on the LZ4 fixture with one payload
+// byte changed, at 256 places: each run ends, and says how many gates it set
+// (a changed byte may leave the PTX readable, or damage the block).
+func TestJitImageDamagedLZ4(t *testing.T) {
+	bin := buildJitcheck(t)
+	orig := readFixture(t, "roles_dormant_lz4.fatbin")
+	var spans [][2]int // the entries' payloads
+	for _, e := range fatbinEntries(t, orig) {
+		ehs := int(binary.LittleEndian.Uint32(orig[e+4:]))
+		spans = append(spans, [2]int{e + ehs, e + ehs + int(binary.LittleEndian.Uint32(orig[e+16:]))})
+	}
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 256 {
+		b := slices.Clone(orig)
+		sp := spans[i%len(spans)]
+		at := sp[0] + rng.IntN(sp[1]-sp[0])
+		b[at] ^= byte(1 + rng.IntN(255))
+		p := filepath.Join(dir, "image")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var errb bytes.Buffer
+		cmd := exec.Command(bin, p, "90", "13000")
+		cmd.Stdout, cmd.Stderr = io.Discard, &errb
+		if err := cmd.Run(); err != nil || !strings.HasPrefix(errb.String(), "gates ") {
+			t.Fatalf("byte %d changed: jitcheck %v, said %q", at, err, errb.String())
+		}
+	}
+}
+
+func readFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "jit", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fatbinEntries is the offsets of a fatbin's entries (a 16-byte header,
+// its size at 8, then each entry's header: its size at 4, its payload's at
+// 8).
+func fatbinEntries(t *testing.T, b []byte) []int {
+	t.Helper()
+	hs := int(binary.LittleEndian.Uint16(b[6:]))
+	end := hs + int(binary.LittleEndian.Uint64(b[8:]))
+	var out []int
+	for p := hs; p+64 <= end; {
+		out = append(out, p)
+		p += int(binary.LittleEndian.Uint32(b[p+4:])) + int(binary.LittleEndian.Uint64(b[p+8:]))
+	}
+	if len(out) == 0 || end > len(b) {
+		t.Fatalf("not a fatbin of entries: %d bytes, %d entries", len(b), len(out))
+	}
+	return out
 }

@@ -16,9 +16,11 @@
  * nvcc 13 writes it: kind (u16 at 0: 1 PTX, 2 ELF), header size (u32 at 4),
  * payload size (u64 at 8), the payload's compressed size (u32 at 16), the
  * architecture (u32 at 28, 90 for sm_90), flags (u64 at 40) and the
- * uncompressed size (u64 at 56). The PTX payload is zstd-compressed by
- * default (a zstd frame: iket decompresses it with the system's libzstd),
- * or plain text (nvcc --no-compress). */
+ * uncompressed size (u64 at 56). nvcc 13 compresses the PTX payload with
+ * zstd by default (a zstd frame, flag 0x8000: iket decompresses it with the
+ * system's libzstd); nvcc 12 compresses large payloads as an LZ4 block
+ * (flag 0x2000: iket decodes it itself); nvcc --no-compress leaves plain
+ * text. */
 #ifndef IKET_JIT_H
 #define IKET_JIT_H
 
@@ -33,6 +35,7 @@
 #define JIT_GATE "iket_gate,"
 #define JIT_MARKER "iket_jit"
 #define JIT_ZSTD_MAGIC 0xFD2FB528u
+#define JIT_FLAG_LZ4 0x2000u
 
 /* The reasons jit_image gives, compared by address. */
 static const char jit_why_other_gpu[] = "its PTX targets another GPU than this one";
@@ -90,6 +93,63 @@ static char *jit_zstd(const unsigned char *src, size_t n, size_t *out_n, const c
   out[got] = 0;
   *out_n = got;
   return out;
+}
+
+/* jit_lz4 decodes an LZ4 block (the format of lz4's block API: sequences of
+ * a token, literals, a 2-byte offset and a match, the last one literals
+ * only) of n bytes into want bytes, or returns NULL with *why set. Every
+ * read and copy is checked against both buffers. */
+static char *jit_lz4(const unsigned char *src, size_t n, uint64_t want, size_t *out_n, const char **why) {
+  static const char bad[] = "its LZ4-compressed PTX did not decode (a damaged payload)";
+  if (want >= (1ull << 31)) {
+    *why = bad;
+    return NULL;
+  }
+  unsigned char *out = malloc((size_t)want + 1);
+  if (out == NULL) {
+    *why = "out of memory";
+    return NULL;
+  }
+  size_t i = 0, o = 0, w = (size_t)want;
+  while (i < n) {
+    const unsigned tok = src[i++];
+    size_t lit = tok >> 4, len = (tok & 15u) + 4;
+    if (lit == 15) {
+      unsigned char c;
+      do {
+        if (i >= n) goto fail;
+        c = src[i++];
+        lit += c;
+      } while (c == 255);
+    }
+    if (lit > n - i || lit > w - o) goto fail;
+    memcpy(out + o, src + i, lit);
+    i += lit;
+    o += lit;
+    if (i == n) break;
+    if (n - i < 2) goto fail;
+    const size_t off = (size_t)src[i] | (size_t)src[i + 1] << 8;
+    i += 2;
+    if (off == 0 || off > o) goto fail;
+    if (len == 19) {
+      unsigned char c;
+      do {
+        if (i >= n) goto fail;
+        c = src[i++];
+        len += c;
+      } while (c == 255);
+    }
+    if (len > w - o) goto fail;
+    for (size_t k = 0; k < len; ++k, ++o) out[o] = out[o - off];
+  }
+  if (o != w) goto fail;
+  out[o] = 0;
+  *out_n = o;
+  return (char *)out;
+fail:
+  free(out);
+  *why = bad;
+  return NULL;
 }
 
 /* jit_target reads PTX text's ".target sm_XY[a|f]": the architecture
@@ -194,13 +254,15 @@ static char *jit_patch(const char *ptx, size_t n, int *gates) {
 }
 
 /* jit_entry is one fatbin entry: its kind (1 PTX, 2 ELF), architecture,
- * payload and the payload's compressed size (0 when it states none). */
+ * payload, the payload's compressed size (0 when it states none), flags
+ * and uncompressed size. */
 typedef struct {
   unsigned kind;
   int arch;
   const unsigned char *pl;
   uint64_t size;
   uint32_t csize;
+  uint64_t flags, usize;
 } jit_entry;
 
 /* jit_next reads the entry at *e into x and moves *e past it; 0 at end or
@@ -217,17 +279,25 @@ static int jit_next(const unsigned char **e, const unsigned char *end, jit_entry
   x->pl = p + ehs;
   x->size = size;
   x->csize = jit_u32(p + 16);
+  x->flags = jit_u64(p + 40);
+  x->usize = jit_u64(p + 56);
   *e = x->pl + size;
   return 1;
 }
 
 /* jit_unpack is x's payload and its length: decompressed into *copy (the
- * caller frees it) when it is a zstd frame, else the entry's own bytes
- * (*copy NULL); NULL with *why set when it does not decompress. */
+ * caller frees it) when it is a zstd frame or an LZ4 block, else the
+ * entry's own bytes (*copy NULL); NULL with *why set when it does not
+ * decompress. */
 static const unsigned char *jit_unpack(const jit_entry *x, size_t *n, char **copy, const char **why) {
   *copy = NULL;
+  const size_t packed = x->csize != 0 && x->csize <= x->size ? x->csize : (size_t)x->size;
   if (x->size >= 4 && jit_u32(x->pl) == JIT_ZSTD_MAGIC) {
-    *copy = jit_zstd(x->pl, x->csize != 0 && x->csize <= x->size ? x->csize : (size_t)x->size, n, why);
+    *copy = jit_zstd(x->pl, packed, n, why);
+    return (const unsigned char *)*copy;
+  }
+  if ((x->flags & JIT_FLAG_LZ4) != 0 && x->usize != 0) {
+    *copy = jit_lz4(x->pl, packed, x->usize, n, why);
     return (const unsigned char *)*copy;
   }
   *n = (size_t)x->size;
