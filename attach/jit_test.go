@@ -104,7 +104,9 @@ func TestJitImage(t *testing.T) {
 		{name: "as cudart passes it, in a wrapper", image: fixture("roles_dormant.fatbin"), dev: "90", wrap: true, gates: 1, target: "sm_90a", zstd: true},
 		{name: "built with --no-compress", image: fixture("roles_dormant_raw.fatbin"), dev: "90", gates: 1, target: "sm_90a",
 			contains: []string{"iket_jit = 1;"}},
-		{name: "compressed as nvcc 12 does (LZ4 blocks)", image: fixture("roles_dormant_lz4.fatbin"), dev: "90", gates: 1, target: "sm_90a",
+		{name: "built with -Xfatbin=-compress-mode=speed (LZ4)", image: fixture("roles_dormant_speed.fatbin"), dev: "90", gates: 1, target: "sm_90a",
+			contains: []string{".global .align 4 .u32 iket_jit = 1;", "mov.b32 iket_gate, 1;"}},
+		{name: "PTX and cubin as LZ4 blocks", image: fixture("roles_dormant_lz4.fatbin"), dev: "90", gates: 1, target: "sm_90a",
 			contains: []string{".global .align 4 .u32 iket_jit = 1;", "mov.b32 iket_gate, 1;"}},
 		{name: "an LZ4 block cut short", image: damaged(func(h []byte) {
 			binary.LittleEndian.PutUint32(h[16:], binary.LittleEndian.Uint32(h[16:])-9)

@@ -10,6 +10,7 @@ mkdir -p "$F"
 K=kernels/examples/warp_roles.cu
 nvcc -fatbin -arch=sm_90a -Ikernels/include -DIKET_ENABLE=1 -o "$F/roles_dormant.fatbin" $K
 nvcc -fatbin -arch=sm_90a --no-compress -Ikernels/include -DIKET_ENABLE=1 -o "$F/roles_dormant_raw.fatbin" $K
+nvcc -fatbin -arch=sm_90a -Xfatbin=-compress-mode=speed -Ikernels/include -DIKET_ENABLE=1 -o "$F/roles_dormant_speed.fatbin" $K
 nvcc -fatbin -gencode=arch=compute_90a,code=sm_90a -Ikernels/include -DIKET_ENABLE=1 -o "$F/roles_sass.fatbin" $K
 nvcc -fatbin -arch=sm_90a -Ikernels/include -o "$F/roles_plain.fatbin" $K
 echo "${IKET_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}" > "$F/COMMIT"
