@@ -282,6 +282,17 @@ func TestInject(t *testing.T) {
 			},
 		},
 		{
+			name: "a module unloaded takes its reason along: the next one at its handle has its own",
+			args: []string{"--dormant", "other", "--reload", "sass", "--launches", "1"},
+			check: func(t *testing.T, r *Result) {
+				p := one(t, r)
+				if len(p.Skipped) != 1 || p.Skipped[0].Code != "dormant" || strings.Contains(p.Skipped[0].Why, "another GPU") ||
+					!strings.Contains(p.Skipped[0].Why, "-DIKET_LIVE=1") {
+					t.Errorf("skipped %+v, want the kernel named with the reason of the module loaded last", p.Skipped)
+				}
+			},
+		},
+		{
 			name: "a dormant build whose PTX does not compile runs as built",
 			args: []string{"--dormant", "ptx", "--launches", "2"},
 			env:  []string{"FAKE_JIT_FAIL=1"},

@@ -122,6 +122,7 @@ func TestJitImage(t *testing.T) {
 		}, dev: "90", why: "later CUDA"},
 		{name: "a dormant build without PTX", image: fixture("roles_sass.fatbin"), dev: "90", why: "holds no PTX"},
 		{name: "an uninstrumented build", image: fixture("roles_plain.fatbin"), dev: "90"},
+		{name: "any build without PTX this GPU compiles is said so from its headers", image: fixture("roles_plain.fatbin"), dev: "80", why: "another GPU"},
 		{name: "PTX text, minified as nvcc embeds it", image: func(t *testing.T) string { return text(t, minified) }, dev: "90", gates: 2, target: "sm_90a",
 			contains: []string{".u32 iket_jit = 1;\n{", "mov.b32 iket_gate, 1;", "mov.b32 \tiket_gate, 1 ;", "setp.eq.u32 gp, iket_gate, 1;"}},
 		{name: "PTX text with no gate", image: func(t *testing.T) string { return text(t, ".version 9.0\n.target sm_90a\nret;\n") }, dev: "90"},

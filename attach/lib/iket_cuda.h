@@ -232,6 +232,8 @@ enum {
   IKET_CBID_cuModuleLoadDataEx = 20,
   IKET_CBID_cuModuleLoadFatBinary = 21,
   IKET_CBID_cuLibraryLoadData = 678,
+  IKET_CBID_cuModuleUnload = 22,
+  IKET_CBID_cuLibraryUnload = 680,
   IKET_CBID_cudaLaunchKernel_v7000 = 211,
   IKET_CBID_cudaLaunchKernel_ptsz_v7000 = 214,
   IKET_CBID_cudaLaunchCooperativeKernel_v9000 = 269,

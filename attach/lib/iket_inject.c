@@ -149,17 +149,21 @@ enum { F_NONE, F_KERNEL, F_COOP, F_EX, F_GRAPH, F_RUNTIME };
 #define MAX_CBID 1024
 static unsigned char driver_family[MAX_CBID], runtime_family[MAX_CBID];
 static unsigned char driver_ptsz[MAX_CBID]; /* the entry point's NULL stream is per-thread */
-/* the module loads whose image iket replaces in trace mode (iket_jit.h) */
-enum { L_NONE, L_MODULE, L_MODULE_EX, L_FATBIN, L_LIBRARY };
+/* the module loads whose image iket replaces in trace mode (iket_jit.h),
+ * and the unloads that drop what it remembers of a module */
+enum { L_NONE, L_MODULE, L_MODULE_EX, L_FATBIN, L_LIBRARY, L_UNLOAD };
 static unsigned char load_kind[MAX_CBID];
-/* Why a module's dormant build could not be compiled again, by the
- * module or library handle its load returned (jit_load). */
+/* Why a module's image could not be compiled again, by the module or
+ * library handle its load returned (jit_load), until it is unloaded: a
+ * handle may name another module later. */
 typedef struct jit_why {
   struct jit_why *next;
   const void *handle;
   const char *why;
 } jit_why;
-static jit_why *jit_whys;
+#define WHY_BUCKETS 1024
+static jit_why *jit_whys[WHY_BUCKETS];
+static unsigned why_bucket(const void *h) { return (unsigned)(((uintptr_t)h >> 4) % WHY_BUCKETS); }
 
 /* Per-function cache. */
 typedef struct fn {
@@ -659,9 +663,23 @@ static void ask(fn *e, int version, int build, const char *names, size_t state_s
 /* why_of is why the module or library h was not compiled again with its
  * events on, or NULL. */
 static const char *why_of(const void *h) {
-  for (jit_why *w = jit_whys; w; w = w->next)
+  for (jit_why *w = jit_whys[why_bucket(h)]; w; w = w->next)
     if (w->handle == h) return w->why;
   return NULL;
+}
+
+/* forget_why drops what is remembered of the module or library h. Under
+ * mu. */
+static void forget_why(const void *h) {
+  for (jit_why **pp = &jit_whys[why_bucket(h)]; *pp;) {
+    jit_why *w = *pp;
+    if (w->handle == h) {
+      *pp = w->next;
+      free(w);
+    } else {
+      pp = &w->next;
+    }
+  }
 }
 
 /* lookup finds or adds f's entry; a new one is resolved (its module and
@@ -1581,10 +1599,11 @@ static void remember_why(const CUpti_CallbackData *d, const char *why) {
   jit_why *w = out != NULL ? calloc(1, sizeof *w) : NULL;
   if (w == NULL) return;
   pthread_mutex_lock(&mu);
+  forget_why(*out);
   w->handle = *out;
   w->why = why;
-  w->next = jit_whys;
-  jit_whys = w;
+  w->next = jit_whys[why_bucket(*out)];
+  jit_whys[why_bucket(*out)] = w;
   pthread_mutex_unlock(&mu);
 }
 
@@ -1678,6 +1697,15 @@ static void callback(void *u, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, c
     return;
   }
   if (dom != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  if (load_kind[cbid] == L_UNLOAD) {
+    /* cuModuleUnload and cuLibraryUnload: the handle is the first parameter */
+    if (d->callbackSite == CUPTI_API_ENTER && d->functionParams != NULL) {
+      pthread_mutex_lock(&mu);
+      forget_why(*(void *const *)d->functionParams);
+      pthread_mutex_unlock(&mu);
+    }
+    return;
+  }
   if (load_kind[cbid] != L_NONE) {
     jit_load(d, load_kind[cbid]);
     return;
@@ -1751,6 +1779,7 @@ static void set_families(void) {
         else if (strcmp(n, "cuModuleLoadDataEx") == 0) load_kind[id] = L_MODULE_EX;
         else if (strcmp(n, "cuModuleLoadFatBinary") == 0) load_kind[id] = L_FATBIN;
         else if (strcmp(n, "cuLibraryLoadData") == 0) load_kind[id] = L_LIBRARY;
+        else if (strcmp(n, "cuModuleUnload") == 0 || strcmp(n, "cuLibraryUnload") == 0) load_kind[id] = L_UNLOAD;
         driver_ptsz[id] = strstr(n, "_ptsz") != NULL;
         named = 1;
       }
@@ -1780,6 +1809,7 @@ static void set_families(void) {
     load_kind[IKET_CBID_cuModuleLoadDataEx] = L_MODULE_EX;
     load_kind[IKET_CBID_cuModuleLoadFatBinary] = L_FATBIN;
     load_kind[IKET_CBID_cuLibraryLoadData] = L_LIBRARY;
+    load_kind[IKET_CBID_cuModuleUnload] = load_kind[IKET_CBID_cuLibraryUnload] = L_UNLOAD;
   }
 }
 

@@ -41,6 +41,8 @@
 static const char jit_why_other_gpu[] = "its PTX targets another GPU than this one";
 static const char jit_why_too_new[] =
     "its PTX is of a later CUDA than this driver compiles: update the driver, or build with -DIKET_LIVE=1";
+static const char jit_why_no_ptx[] =
+    "its fatbin holds no PTX (built for sm_XX only: add code=compute_XX to -gencode, build with -arch=sm_XX, or build with -DIKET_LIVE=1)";
 
 static uint32_t jit_u32(const unsigned char *p) {
   uint32_t v;
@@ -349,7 +351,9 @@ static char *jit_candidate(const char *text, size_t n, int dev, int max_isa, int
  * with the events on, for a device of compute capability dev (90 for 9.0)
  * and a driver that compiles PTX ISA up to max_isa (jit_max_isa);
  * NULL when the image holds no gated PTX, and then *why says why when it
- * held gates that could not be used. */
+ * held gates that could not be used, or when a fatbin has no PTX this
+ * device could compile (said from the entries' headers alone, for any
+ * fatbin: the caller reads it only for a dormant build's module). */
 static char *jit_image(const void *image, int dev, int max_isa, int *gates, const char **why) {
   *why = NULL;
   *gates = 0;
@@ -375,6 +379,19 @@ static char *jit_image(const void *image, int dev, int max_isa, int *gates, cons
    * left alone here */
   if (hs < 16 || fat > (1ull << 31)) return NULL;
   const unsigned char *first = p + hs, *end = p + hs + fat;
+  /* Without PTX for this device or an earlier one nothing can be compiled
+   * again, whatever the module: its cubin is not decompressed to tell. */
+  int ptx = 0, usable = 0;
+  jit_entry x;
+  for (const unsigned char *e = first; jit_next(&e, end, &x);)
+    if (x.kind == 1) {
+      ++ptx;
+      usable += x.arch <= dev;
+    }
+  if (usable == 0) {
+    *why = ptx != 0 ? jit_why_other_gpu : jit_why_no_ptx;
+    return NULL;
+  }
   /* Only a module whose cubin for this GPU (any cubin when none is for
    * it) defines the marker is examined further: a program's other fatbins
    * (a library's thousands of kernels) cost the walk over their headers. */
@@ -384,7 +401,6 @@ static char *jit_image(const void *image, int dev, int max_isa, int *gates, cons
   char *best = NULL;
   int best_rank = 0, best_gates = 0;
   const char *reason = NULL, *fail = NULL;
-  jit_entry x;
   for (const unsigned char *e = first; jit_next(&e, end, &x);) {
     if (x.kind != 1) continue;
     size_t n = 0;
@@ -428,7 +444,7 @@ static char *jit_image(const void *image, int dev, int max_isa, int *gates, cons
   }
   if (reason != NULL) *why = reason;
   else if (fail != NULL) *why = fail;
-  else if (marked == 1) *why = "its fatbin holds no PTX (built for sm_XX only: add code=compute_XX to -gencode, build with -arch=sm_XX, or build with -DIKET_LIVE=1)";
+  else if (marked == 1) *why = "its PTX holds no gate that iket sets (a header of another version?): build with -DIKET_LIVE=1";
   return NULL;
 }
 

@@ -32,7 +32,7 @@ static struct {
   int launches, nkernels, uninstrumented, ex, coop, ptsz, graph, fork, exit_code, crash, print;
   int wrap, version, ctx_create, nonblocking, capture_mode, capture_ptsz, capture_other, l2_window, ex_window;
   long l2_limit;
-  const char *cubin, *decoy, *dormant;
+  const char *cubin, *decoy, *dormant, *reload;
   unsigned grid, block;
   const char *names;
   const char *kernel[MAX_KERNELS], *behaviour[MAX_KERNELS];
@@ -47,7 +47,7 @@ static void usage(void) {
           "  [--ex | --coop] [--ptsz] [--grid X] [--block N] [--graph] [--fork N] [--exit CODE]\n"
           "  [--crash] [--print] [--wrap] [--version V] [--names ESCAPED] [--ctx-create]\n"
           "  [--nonblocking] [--l2-window] [--l2-limit N] [--ex-window] [--capture-mode global|thread|relaxed] [--capture-ptsz] [--capture-other]\n"
-          "  [--cubin PATH] [--decoy-cubin PATH] [--dormant ptx|other|sass]\n"
+          "  [--cubin PATH] [--decoy-cubin PATH] [--dormant ptx|other|sass] [--reload ptx|other|sass]\n"
           "BEHAVIOUR: pc unpaired hang fault plain\n");
   exit(2);
 }
@@ -72,6 +72,7 @@ static void parse(int argc, char **argv) {
     else if (!strcmp(a, "--capture-other")) opt.capture_other = 1;
     else if (!strcmp(a, "--cubin") && i + 1 < argc) opt.cubin = argv[++i];
     else if (!strcmp(a, "--dormant") && i + 1 < argc) opt.dormant = argv[++i];
+    else if (!strcmp(a, "--reload") && i + 1 < argc) opt.reload = argv[++i];
     else if (!strcmp(a, "--decoy-cubin") && i + 1 < argc) opt.decoy = argv[++i];
     else if (!strcmp(a, "--ex")) opt.ex = 1;
     else if (!strcmp(a, "--ex-window")) opt.ex = opt.ex_window = 1;
@@ -174,6 +175,21 @@ static void run(void) {
   CHECK(cuModuleLoadData(&mod, image));
   CUfunction fn[MAX_KERNELS];
   for (int k = 0; k < opt.nkernels; k++) CHECK(cuModuleGetFunction(&fn[k], mod, opt.kernel[k]));
+  /* --reload MODE: the module unloaded and another, dormant as MODE, loaded
+   * in its place, which the fake driver gives the same handle */
+  if (opt.reload) {
+    CUmodule old = mod;
+    CHECK(cuModuleUnload(mod));
+    free(image);
+    opt.dormant = opt.reload;
+    image = descriptor();
+    CHECK(cuModuleLoadData(&mod, image));
+    if (mod != old) {
+      fprintf(stderr, "fakeapp: the module loaded again has another handle\n");
+      exit(4);
+    }
+    for (int k = 0; k < opt.nkernels; k++) CHECK(cuModuleGetFunction(&fn[k], mod, opt.kernel[k]));
+  }
   /* --decoy-cubin: another module loaded after, uninstrumented, whose cubin
    * has kernels of the same names; its functions are never launched. */
   CUmodule decoy = NULL;

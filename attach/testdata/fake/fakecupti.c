@@ -87,6 +87,7 @@ static const struct {
 } known[] = {
     {1, IKET_CBID_cuLaunchKernel, "cuLaunchKernel"},
     {1, IKET_CBID_cuModuleLoadData, "cuModuleLoadData"},
+    {1, IKET_CBID_cuModuleUnload, "cuModuleUnload"},
     {1, IKET_CBID_cuLaunchKernel_ptsz, "cuLaunchKernel_ptsz"},
     {1, IKET_CBID_cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel"},
     {1, IKET_CBID_cuLaunchCooperativeKernel_ptsz, "cuLaunchCooperativeKernel_ptsz"},

@@ -10,6 +10,7 @@
 #include "fake_internal.h"
 
 static struct CUmod_st *g_mods;
+static struct CUmod_st *g_spare; /* the last freed module's memory: the next load's handle, as a driver may reuse one */
 static uint32_t g_mod_id;
 uint64_t fk_busy_ns;
 static uint64_t g_gt_end, g_ns0;
@@ -37,7 +38,12 @@ void fk_module_free(struct CUmod_st *m) {
   m->magic = 0;
   free(m->image);
   free(m->cubin);
-  free(m);
+  if (g_spare == NULL) {
+    memset(m, 0, sizeof *m);
+    g_spare = m;
+  } else {
+    free(m);
+  }
 }
 
 /* unescape decodes \n \t \\ \xHH in place; -1 on a bad escape. */
@@ -92,7 +98,8 @@ static CUresult bad_image(struct CUmod_st *m, int line, const char *why) {
 }
 
 CUresult fk_module_load(struct CUmod_st **out, const char *image) {
-  struct CUmod_st *m = calloc(1, sizeof *m);
+  struct CUmod_st *m = g_spare != NULL ? g_spare : calloc(1, sizeof *m);
+  g_spare = NULL;
   if (!m || !(m->image = strdup(image))) {
     free(m);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -249,7 +256,19 @@ static CUresult module_load_data(CUmodule *pm, const void *image, struct CUmod_s
   return CUDA_SUCCESS;
 }
 
+static CUresult module_unload(CUmodule h);
+
 FK_EXPORT CUresult cuModuleUnload(CUmodule h) {
+  CUmodule params = h; /* cuModuleUnload_params: the handle */
+  uint64_t corr_data = 0;
+  CUresult ret = CUDA_SUCCESS;
+  if (fk_initialized()) fk_api_callback(IKET_CBID_cuModuleUnload, CUPTI_API_ENTER, "cuModuleUnload", &params, &ret, NULL, 0, &corr_data);
+  ret = module_unload(h);
+  if (fk_initialized()) fk_api_callback(IKET_CBID_cuModuleUnload, CUPTI_API_EXIT, "cuModuleUnload", &params, &ret, NULL, 0, &corr_data);
+  return ret;
+}
+
+static CUresult module_unload(CUmodule h) {
   struct CUmod_st *m;
   {
     FK_BEGIN(MOD_FLAGS);
