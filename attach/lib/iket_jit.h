@@ -97,6 +97,18 @@ static char *jit_zstd(const unsigned char *src, size_t n, size_t *out_n, const c
   return out;
 }
 
+/* jit_lz4_more adds a length's extension bytes (each added, the last one
+ * below 255) at src[*i] to *len; 0 when they run past n. */
+static int jit_lz4_more(const unsigned char *src, size_t n, size_t *i, size_t *len) {
+  unsigned char c;
+  do {
+    if (*i >= n) return 0;
+    c = src[(*i)++];
+    *len += c;
+  } while (c == 255);
+  return 1;
+}
+
 /* jit_lz4 decodes an LZ4 block (the format of lz4's block API: sequences of
  * a token, literals, a 2-byte offset and a match, the last one literals
  * only) of n bytes into want bytes, or returns NULL with *why set. Every
@@ -116,14 +128,7 @@ static char *jit_lz4(const unsigned char *src, size_t n, uint64_t want, size_t *
   while (i < n) {
     const unsigned tok = src[i++];
     size_t lit = tok >> 4, len = (tok & 15u) + 4;
-    if (lit == 15) {
-      unsigned char c;
-      do {
-        if (i >= n) goto fail;
-        c = src[i++];
-        lit += c;
-      } while (c == 255);
-    }
+    if (lit == 15 && !jit_lz4_more(src, n, &i, &lit)) goto fail;
     if (lit > n - i || lit > w - o) goto fail;
     memcpy(out + o, src + i, lit);
     i += lit;
@@ -133,14 +138,7 @@ static char *jit_lz4(const unsigned char *src, size_t n, uint64_t want, size_t *
     const size_t off = (size_t)src[i] | (size_t)src[i + 1] << 8;
     i += 2;
     if (off == 0 || off > o) goto fail;
-    if (len == 19) {
-      unsigned char c;
-      do {
-        if (i >= n) goto fail;
-        c = src[i++];
-        len += c;
-      } while (c == 255);
-    }
+    if (len == 19 && !jit_lz4_more(src, n, &i, &len)) goto fail;
     if (len > w - o) goto fail;
     for (size_t k = 0; k < len; ++k, ++o) out[o] = out[o - off];
   }
