@@ -122,6 +122,11 @@ func TestJitImage(t *testing.T) {
 		}, dev: "90", why: "later CUDA"},
 		{name: "a dormant build without PTX", image: fixture("roles_sass.fatbin"), dev: "90", why: "holds no PTX"},
 		{name: "an uninstrumented build", image: fixture("roles_plain.fatbin"), dev: "90"},
+		{name: "a fatbin header of another version is left alone", image: func(t *testing.T) string {
+			b := readFixture(t, "roles_dormant_raw.fatbin")
+			binary.LittleEndian.PutUint16(b[4:], 2)
+			return text(t, string(b))
+		}, dev: "90"},
 		{name: "any build without PTX this GPU compiles is said so from its headers", image: fixture("roles_plain.fatbin"), dev: "80", why: "another GPU"},
 		{name: "PTX text, minified as nvcc embeds it", image: func(t *testing.T) string { return text(t, minified) }, dev: "90", gates: 2, target: "sm_90a",
 			contains: []string{".u32 iket_jit = 1;\n{", "mov.b32 iket_gate, 1;", "mov.b32 \tiket_gate, 1 ;", "setp.eq.u32 gp, iket_gate, 1;"}},
@@ -231,4 +236,46 @@ func fatbinEntries(t *testing.T, b []byte) []int {
 		t.Fatalf("not a fatbin of entries: %d bytes, %d entries", len(b), len(out))
 	}
 	return out
+}
+
+// FuzzJitImage runs jit_image on changed fixtures: it must end, and say how
+// many gates it set, for any image whose fatbin header states its size (the
+// driver reads the image by that size too; the size is set to the input's)
+// and that is no wrapper (which holds a pointer, not the image).
+func FuzzJitImage(f *testing.F) {
+	for _, name := range []string{"roles_dormant.fatbin", "roles_dormant_speed.fatbin", "roles_dormant_lz4.fatbin", "roles_dormant_raw.fatbin", "roles_sass.fatbin"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "jit", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(".version 9.0\n.target sm_90a\n.global .align 4 .u32 iket_jit;\nmov.b32 iket_gate, 0;\n"))
+	bin := ""
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if bin == "" {
+			bin = buildJitcheck(t)
+		}
+		if len(b) >= 4 && binary.LittleEndian.Uint32(b) == 0x466243b1 {
+			return
+		}
+		b = slices.Clone(b)
+		if len(b) >= 4 && binary.LittleEndian.Uint32(b) == 0xBA55ED50 {
+			if len(b) < 16 || int(binary.LittleEndian.Uint16(b[6:])) > len(b) {
+				return // a header the input does not hold
+			}
+			binary.LittleEndian.PutUint64(b[8:], uint64(len(b)-int(binary.LittleEndian.Uint16(b[6:]))))
+		}
+		p := filepath.Join(dir, "image")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var errb bytes.Buffer
+		cmd := exec.Command(bin, p, "90", "13000")
+		cmd.Stdout, cmd.Stderr = io.Discard, &errb
+		if err := cmd.Run(); err != nil || !strings.HasPrefix(errb.String(), "gates ") {
+			t.Fatalf("jitcheck on %d bytes: %v, said %q", len(b), err, errb.String())
+		}
+	})
 }

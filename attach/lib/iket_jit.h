@@ -372,10 +372,11 @@ static char *jit_image(const void *image, int dev, int max_isa, int *gates, cons
     return jit_candidate(s, strnlen(s, (size_t)1 << 30), dev, max_isa, gates, &rank, why);
   }
   uint64_t fat = jit_u64(p + 8);
-  unsigned hs = (unsigned)(p[6] | p[7] << 8);
-  /* the driver reads the same header: only one no driver would take is
-   * left alone here */
-  if (hs < 16 || fat > (1ull << 31)) return NULL;
+  unsigned version = (unsigned)(p[4] | p[5] << 8), hs = (unsigned)(p[6] | p[7] << 8);
+  /* the driver reads the image by the same header, which states its size;
+   * one of another version or header size than nvcc writes (1 and 16) is
+   * left alone */
+  if (version != 1 || hs != 16 || fat > (1ull << 31)) return NULL;
   const unsigned char *first = p + hs, *end = p + hs + fat;
   /* Without PTX for this device or an earlier one nothing can be compiled
    * again, whatever the module: its cubin is not decompressed to tell. */
