@@ -253,6 +253,9 @@ func TestInject(t *testing.T) {
 				if len(p.Skipped) != 0 || len(p.Notes) != 0 {
 					t.Errorf("skipped %+v, notes %+v, want none", p.Skipped, p.Notes)
 				}
+				if p.Bye == nil || p.Bye.JITLoads != 1 || p.Bye.JITReplaced != 1 || p.Bye.JITNs == 0 {
+					t.Errorf("bye %+v, want the one load looked into and given PTX, and its time", p.Bye)
+				}
 			},
 		},
 		{
@@ -266,8 +269,8 @@ func TestInject(t *testing.T) {
 				if len(p.Skipped) != 1 || p.Skipped[0].Code != "dormant" || !strings.Contains(p.Skipped[0].Why, "-DIKET_LIVE=1") {
 					t.Errorf("skipped %+v, want the kernel named once as a dormant build, with the ways out", p.Skipped)
 				}
-				if p.Bye == nil || p.Bye.Launches != 2 || p.Bye.Matching != 0 {
-					t.Errorf("bye %+v, want 2 launches seen, none matching", p.Bye)
+				if p.Bye == nil || p.Bye.Launches != 2 || p.Bye.Matching != 0 || p.Bye.JITLoads != 1 || p.Bye.JITReplaced != 0 {
+					t.Errorf("bye %+v, want 2 launches seen, none matching, the load looked into and not replaced", p.Bye)
 				}
 			},
 		},
@@ -322,6 +325,9 @@ func TestInject(t *testing.T) {
 				}
 				if len(p.Skipped) != 0 || len(p.Notes) != 0 {
 					t.Errorf("skipped %+v, notes %+v, want none", p.Skipped, p.Notes)
+				}
+				if p.Bye == nil || p.Bye.JITLoads != 0 {
+					t.Errorf("bye %+v, want no load looked into", p.Bye)
 				}
 			},
 		},

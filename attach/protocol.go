@@ -150,6 +150,12 @@ type Bye struct {
 	Timed         uint64 `json:"timed"`
 	Skipped       uint64 `json:"skipped"`
 	RuntimeUnseen uint64 `json:"runtime_unseen"`
+	// JITLoads counts the module loads whose image iket looked into for a
+	// dormant build (trace mode), JITReplaced those it gave PTX with the
+	// events on, and JITNs the time that took, ns.
+	JITLoads    uint64 `json:"jit_loads"`
+	JITReplaced uint64 `json:"jit_replaced"`
+	JITNs       uint64 `json:"jit_ns"`
 }
 
 // header is a message's framing: the length of what follows it, its type

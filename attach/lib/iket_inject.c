@@ -142,6 +142,9 @@ static int nranges;
 static unsigned long long ranges[MAX_RANGES][2];
 static unsigned long long matching; /* matching launches seen (trace mode) */
 static unsigned long long seen, traced, timed, skipped;
+/* trace mode: module loads whose image was looked into (jit_load), those
+ * given PTX with the events on, and the time taken, ns */
+static unsigned long long jit_loads, jit_replaced, jit_ns;
 static int started;
 
 /* Launch families, by callback id. */
@@ -1617,7 +1620,13 @@ static void jit_load(const CUpti_CallbackData *d, int kind) {
     jit_orig = NULL;
     jit_failed = NULL;
     pthread_mutex_lock(&mu);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     char *ptx = jit_for(*image, &jit_failed);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ++jit_loads;
+    jit_replaced += ptx != NULL;
+    jit_ns += (unsigned long long)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
     pthread_mutex_unlock(&mu);
     if (ptx != NULL) {
       jit_orig = *image;
@@ -1751,8 +1760,10 @@ static void bye(void) {
   if (!locked) return;
   if (sock >= 0 && sock_pid == getpid()) {
     buf b = {0};
-    bprintf(&b, "{\"launches\":%llu,\"matching\":%llu,\"traced\":%llu,\"timed\":%llu,\"skipped\":%llu,\"runtime_unseen\":%llu}",
-            seen, matching, traced, timed, skipped, rt_unseen);
+    bprintf(&b,
+            "{\"launches\":%llu,\"matching\":%llu,\"traced\":%llu,\"timed\":%llu,\"skipped\":%llu,\"runtime_unseen\":%llu,"
+            "\"jit_loads\":%llu,\"jit_replaced\":%llu,\"jit_ns\":%llu}",
+            seen, matching, traced, timed, skipped, rt_unseen, jit_loads, jit_replaced, jit_ns);
     if (!b.oom) send_msg('B', &b, NULL, 0);
     free(b.p);
   }

@@ -274,6 +274,10 @@ func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, runs 
 			}
 			fmt.Fprintf(w, "iket: not traced: process %d: %s: %s\n", p.Hello.PID, safeText(name), s.Why)
 		}
+		if p.Bye != nil && p.Bye.JITLoads > 0 {
+			fmt.Fprintf(w, "iket: process %d: looked into %d module images at their load for dormant builds, %d compiled again with their events on: %.1f ms\n",
+				p.Hello.PID, p.Bye.JITLoads, p.Bye.JITReplaced, float64(p.Bye.JITNs)/1e6)
+		}
 		if p.Bye != nil && p.Bye.RuntimeUnseen > 0 {
 			problems = append(problems, fmt.Sprintf("process %d: %d CUDA runtime launches reached no driver launch entry point iket sees: they ran untraced", p.Hello.PID, p.Bye.RuntimeUnseen))
 		}

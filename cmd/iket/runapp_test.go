@@ -105,7 +105,7 @@ func TestRunApp(t *testing.T) {
 			}, files: []string{"trace.iket"}},
 		{name: "only kernels that construct no Warp", code: 2, pairs: -1, stderr: "no instrumented kernel launched: fill, in a module built with -DIKET_ENABLE=1, constructed no iket::Warp",
 			args: func(o string) []string { return []string{"run", "-o", o, "--", app, "--kernel", "_Z4fillv", "plain"} }},
-		{name: "a dormant build traced through its PTX", code: 0, pairs: 1, stderr: "launch 0: pipeline, occurrence 0",
+		{name: "a dormant build traced through its PTX", code: 0, pairs: 1, stderr: "looked into 1 module images at their load for dormant builds, 1 compiled again with their events on",
 			args: func(o string) []string { return []string{"run", "-o", o, "--", app, "--dormant", "ptx"} }, files: []string{"trace.iket"}},
 		{name: "a dormant build without PTX", code: 2, pairs: -1, stderr: "no traced launch: iket could not compile the module of pipeline (a dormant build: built with -DIKET_ENABLE=1, its SASS runs no event) again with the events on",
 			args: func(o string) []string { return []string{"run", "-o", o, "--", app, "--dormant", "sass"} }},
