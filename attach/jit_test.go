@@ -41,7 +41,7 @@ func buildJitcheck(t *testing.T) string {
 			return
 		}
 		out := filepath.Join(dir, "jitcheck")
-		args := append(strings.Fields(cc)[1:], "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-o", out, "testdata/jit/jitcheck.c", "-ldl")
+		args := append(strings.Fields(cc)[1:], "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-o", out, "testdata/jit/jitcheck.c", "-ldl", "-lpthread")
 		if b, err := exec.Command(strings.Fields(cc)[0], args...).CombinedOutput(); err != nil {
 			jitcheck.err = "build jitcheck: " + err.Error() + "\n" + string(b)
 			return

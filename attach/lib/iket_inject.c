@@ -1580,8 +1580,9 @@ static __thread const void *jit_orig;
 static __thread int jit_retry;          /* inside jit_load's own load call */
 static __thread const char *jit_failed; /* why the image of the load under way was not replaced */
 
-/* jit_for is the PTX to load in place of image, or NULL. Under mu. Not
- * cached by address: a program may load another image from the same
+/* jit_for is the PTX to load in place of image, or NULL. Outside mu: it
+ * may decompress for a while, and other threads' launches need not wait.
+ * Not cached by address: a program may load another image from the same
  * buffer later. */
 static char *jit_for(const void *image, const char **why) {
   CUdevice dev = 0;
@@ -1619,11 +1620,11 @@ static void jit_load(const CUpti_CallbackData *d, int kind) {
   if (d->callbackSite == CUPTI_API_ENTER) {
     jit_orig = NULL;
     jit_failed = NULL;
-    pthread_mutex_lock(&mu);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     char *ptx = jit_for(*image, &jit_failed);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    pthread_mutex_lock(&mu);
     ++jit_loads;
     jit_replaced += ptx != NULL;
     jit_ns += (unsigned long long)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));

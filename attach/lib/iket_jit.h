@@ -1,6 +1,6 @@
 /* iket_jit.h: the module images of dormant builds, compiled again with their
  * events on (included by iket_inject.c; no state of its own but the libzstd
- * handle).
+ * handle, opened once: callers on several threads need no lock).
  *
  * iket.cuh puts every event of an nvcc build behind a gate, the PTX
  * instruction "mov.b32 iket_gate, 0;" (a register of that name), which
@@ -25,6 +25,7 @@
 #define IKET_JIT_H
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -55,23 +56,35 @@ static uint64_t jit_u64(const unsigned char *p) {
   return v;
 }
 
-/* jit_zstd decompresses a zstd frame of n bytes with libzstd.so.1 (opened
- * on first use), or returns NULL with *why set. */
+/* libzstd.so.1 and the three functions jit_zstd calls, opened by
+ * jit_zstd_open on first use. */
+static struct {
+  void *h;
+  unsigned long long (*size_of)(const void *, size_t);
+  size_t (*decompress)(void *, size_t, const void *, size_t);
+  unsigned (*is_error)(size_t);
+} jit_zstd_lib;
+static pthread_once_t jit_zstd_once = PTHREAD_ONCE_INIT;
+
+static void jit_zstd_open(void) {
+  jit_zstd_lib.h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (jit_zstd_lib.h == NULL) return;
+  *(void **)&jit_zstd_lib.size_of = dlsym(jit_zstd_lib.h, "ZSTD_getFrameContentSize");
+  *(void **)&jit_zstd_lib.decompress = dlsym(jit_zstd_lib.h, "ZSTD_decompress");
+  *(void **)&jit_zstd_lib.is_error = dlsym(jit_zstd_lib.h, "ZSTD_isError");
+}
+
+/* jit_zstd decompresses a zstd frame of n bytes with libzstd.so.1, or
+ * returns NULL with *why set. */
 static char *jit_zstd(const unsigned char *src, size_t n, size_t *out_n, const char **why) {
-  static void *h;
-  static unsigned long long (*size_of)(const void *, size_t);
-  static size_t (*decompress)(void *, size_t, const void *, size_t);
-  static unsigned (*is_error)(size_t);
-  if (h == NULL) {
-    h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL) {
-      *why = "its PTX is zstd-compressed (nvcc's default) and libzstd.so.1 could not be opened: install libzstd, or build with nvcc --no-compress";
-      return NULL;
-    }
-    *(void **)&size_of = dlsym(h, "ZSTD_getFrameContentSize");
-    *(void **)&decompress = dlsym(h, "ZSTD_decompress");
-    *(void **)&is_error = dlsym(h, "ZSTD_isError");
+  pthread_once(&jit_zstd_once, jit_zstd_open);
+  if (jit_zstd_lib.h == NULL) {
+    *why = "its PTX is zstd-compressed (nvcc's default) and libzstd.so.1 could not be opened: install libzstd, or build with nvcc --no-compress";
+    return NULL;
   }
+  unsigned long long (*size_of)(const void *, size_t) = jit_zstd_lib.size_of;
+  size_t (*decompress)(void *, size_t, const void *, size_t) = jit_zstd_lib.decompress;
+  unsigned (*is_error)(size_t) = jit_zstd_lib.is_error;
   if (size_of == NULL || decompress == NULL || is_error == NULL) {
     *why = "the libzstd.so.1 found lacks ZSTD_getFrameContentSize, ZSTD_decompress or ZSTD_isError";
     return NULL;
