@@ -757,7 +757,7 @@ static void decide(fn *e) {
              "its module again with them on: %s",
              e->jit_why != NULL ? e->jit_why
                              : "the module was not loaded from a fatbin or PTX iket could read (a cubin, a file, or a "
-                               "device-linked -rdc=true program): build with -arch=sm_XX, which embeds PTX, or with "
+                               "device-linked -rdc=true program): build with -arch=sm_90a (your GPU's), which embeds PTX, or with "
                                "-DIKET_LIVE=1");
     skip(e->name, "dormant", why);
     e->selected = 0;

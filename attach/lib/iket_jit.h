@@ -43,7 +43,9 @@ static const char jit_why_other_gpu[] = "its PTX targets another GPU than this o
 static const char jit_why_too_new[] =
     "its PTX is of a later CUDA than this driver compiles: update the driver, or build with -DIKET_LIVE=1";
 static const char jit_why_no_ptx[] =
-    "its fatbin holds no PTX (built for sm_XX only: add code=compute_XX to -gencode, build with -arch=sm_XX, or build with -DIKET_LIVE=1)";
+    "its fatbin holds no PTX (built for real GPUs alone, as -gencode arch=compute_90a,code=sm_90a, CMake's 90a-real or "
+    "TORCH_CUDA_ARCH_LIST without +PTX do): build with -arch=sm_90a (your GPU's), which embeds PTX, add "
+    "code=compute_90a to -gencode, or build with -DIKET_LIVE=1";
 
 static uint32_t jit_u32(const unsigned char *p) {
   uint32_t v;

@@ -4,8 +4,12 @@ launch a plain <<<>>> inside the extension. Traced with
 
     iket run -o out -- python examples/app/torch_app.py
 
---plain builds it without IKET_ENABLE (the baseline). Exits 1 when the
-result is wrong.
+It builds with torch's own arch flags, as an extension usually does, so
+the build is live (iket.cuh's default for PyTorch extensions, whose
+default builds keep no PTX); --dormant builds it dormant instead
+(-DIKET_LIVE=0, with PTX through TORCH_CUDA_ARCH_LIST=9.0+PTX). --plain
+builds it without IKET_ENABLE (the baseline). Exits 1 when the result is
+wrong.
 """
 import argparse
 import os
@@ -37,11 +41,15 @@ def main():
     ap.add_argument("--tiles", type=int, default=64)
     ap.add_argument("--launches", type=int, default=5)
     ap.add_argument("--plain", action="store_true")
+    ap.add_argument("--dormant", action="store_true")
     a = ap.parse_args()
-    flags = ["-O3", "-std=c++17", "-I" + HERE, "-I" + INCLUDE, "-gencode=arch=compute_90a,code=[sm_90a,compute_90a]"]
+    flags = ["-O3", "-std=c++17", "-I" + HERE, "-I" + INCLUDE]
     if not a.plain:
         flags.append("-DIKET_ENABLE=1")
-    name = "iket_app_plain" if a.plain else "iket_app_traced"
+    if a.dormant:
+        flags.append("-DIKET_LIVE=0")
+        os.environ["TORCH_CUDA_ARCH_LIST"] = "9.0+PTX"
+    name = "iket_app_plain" if a.plain else "iket_app_dormant" if a.dormant else "iket_app_traced"
     ext = load_inline(name, cpp_sources=CPP_SRC, cuda_sources=CUDA_SRC, functions=["run"],
                       extra_cuda_cflags=flags, extra_include_paths=[HERE, INCLUDE], verbose=False)
     g = torch.Generator().manual_seed(7)
@@ -51,7 +59,8 @@ def main():
     torch.cuda.synchronize()
     want = x.view(a.ctas, -1).double().sum(dim=1)
     ok = torch.allclose(out.double(), want, rtol=1e-3, atol=1e-3)
-    print("torch_app.py: %d launches (%s): %s" % (a.launches, "plain" if a.plain else "iket", "correct" if ok else "WRONG"))
+    build = "plain" if a.plain else "dormant" if a.dormant else "iket"
+    print("torch_app.py: %d launches (%s): %s" % (a.launches, build, "correct" if ok else "WRONG"))
     return 0 if ok else 1
 
 
