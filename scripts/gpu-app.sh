@@ -61,9 +61,9 @@ nvcc --version | tail -n 1
 # ---- builds ------------------------------------------------------------------
 step build-whole bash -c "nvcc -O3 -std=c++17 $ARCH $INC -DIKET_ENABLE=1 -o $W/app $A/main.cu $A/scale.cu &&
   nvcc -O3 -std=c++17 $ARCH $INC -o $W/app_plain $A/main.cu $A/scale.cu"
-step build-rdc nvcc -rdc=true -O3 -std=c++17 $ARCH $INC -DIKET_ENABLE=1 -DIKET_LIVE=1 -o "$W/app_rdc" $A/main.cu $A/scale.cu
+step build-rdc nvcc -rdc=true -O3 -std=c++17 $ARCH $INC -DIKET_ENABLE=1 -o "$W/app_rdc" $A/main.cu $A/scale.cu
 step build-shared nvcc -cudart shared -O3 -std=c++17 $ARCH $INC -DIKET_ENABLE=1 -o "$W/app_shared" $A/main.cu $A/scale.cu
-step build-cmake bash -c "cmake -S $A -B $W/cmake -DCMAKE_CUDA_ARCHITECTURES=90a -DIKET_ENABLE=ON -DAPP_RDC=ON -DCMAKE_CUDA_FLAGS=-DIKET_LIVE=1 && cmake --build $W/cmake -j"
+step build-cmake bash -c "cmake -S $A -B $W/cmake -DCMAKE_CUDA_ARCHITECTURES=90a -DIKET_ENABLE=ON -DAPP_RDC=ON && cmake --build $W/cmake -j"
 step build-driver bash -c "nvcc -cubin -O3 -std=c++17 $ARCH $INC -DIKET_ENABLE=1 -DIKET_LIVE=1 -o $W/pipeline.cubin $A/entry.cu &&
   g++ -O2 -I/usr/local/cuda/include -o $W/driver_app $A/driver_app.cpp -L/usr/local/cuda/lib64/stubs -lcuda"
 
@@ -106,6 +106,12 @@ step driver-module bash -c "$IKET run -o $R/drv -- $W/driver_app $W/pipeline.cub
 step driver-library bash -c "$IKET run -o $R/lib -- $W/driver_app $W/pipeline.cubin --library && traced $R/lib"
 step cupy-nvrtc bash -c "$IKET run -o $R/cupy --baseline 'python3 $A/app.py --plain' -- python3 $A/app.py && traced $R/cupy"
 step torch-ext bash -c "$IKET run -o $R/torch -- python3 $A/torch_app.py && traced $R/torch"
+step torch-dormant bash -c "$IKET run -o $R/torchd -- python3 $A/torch_app.py --dormant > $W/torchd.out 2>&1; rc=\$?; cat $W/torchd.out; [ \$rc -eq 0 ] &&
+  grep -Eq '[1-9][0-9]* compiled again' $W/torchd.out && traced $R/torchd"
+# Every lane pattern (lane 0 alone, the whole warp, an if/else by lane, lanes
+# 0-7) in an extension built with torch's own flags: each name's count exact.
+step torch-lanes bash -c "$IKET run -o $R/lanes -- python3 $A/torch_lanes.py && $IKET stats --json --launch 0 $R/lanes/trace.iket > $W/lanes.json &&
+  python3 $A/torch_lanes.py --check $W/lanes.json && $IKET check $R/lanes/trace.iket --expect strict --expect no_drops"
 # Small captures for CI's fixtures (internal/bundled/testdata/app_cpp_h200.iket, app_py_h200.iket).
 step fixture-cpp "$IKET" run -o "$R/fixture-cpp" --capacity 320 --kernel pipeline --launch 1 -- "$W/app" --ctas 4 --tiles 16
 step fixture-py "$IKET" run -o "$R/fixture-py" --capacity 320 -- python3 $A/app.py --ctas 4 --tiles 16 --launches 2
