@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 
 	"github.com/iket-trace/iket/internal/outfile"
 	"github.com/iket-trace/iket/perfetto"
@@ -121,5 +123,85 @@ func removeStale(path string) error {
 	if err := os.Remove(path); err != nil {
 		return failWith(exitError, fmt.Errorf("remove stale %s: %w", path, err))
 	}
+	return nil
+}
+
+// groupDir matches the folder iket run -- CMD writes per process and GPU
+// when a run traced several (pid123-gpu0).
+var groupDir = regexp.MustCompile(`^pid[0-9]+-gpu[0-9]+$`)
+
+// clearEarlierRun removes from out what an earlier iket run -- CMD wrote
+// there that this run, writing into dirs (out itself when it traced one
+// process and GPU), does not replace: the per-process folders of an earlier
+// run with several, when they hold nothing but iket's outputs, the merged
+// trace, and out's own outputs beside a run of several. It names what it
+// removed, and leaves a folder holding anything else as it is, saying so.
+func clearEarlierRun(out string, dirs []string, w io.Writer) error {
+	keep := map[string]bool{}
+	for _, d := range dirs {
+		keep[filepath.Clean(d)] = true
+	}
+	var removed []string
+	if keep[filepath.Clean(out)] {
+		if err := removeStaleNamed(filepath.Join(out, mergedFile), &removed); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range []string{captureFile, pftraceFile, reportFile, latencyFile} {
+			if err := removeStaleNamed(filepath.Join(out, f), &removed); err != nil {
+				return err
+			}
+		}
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		return failWith(exitError, fmt.Errorf("run: %w", err))
+	}
+	ours := map[string]bool{captureFile: true, pftraceFile: true, reportFile: true, latencyFile: true}
+	for _, e := range entries {
+		dir := filepath.Join(out, e.Name())
+		if !e.IsDir() || !groupDir.MatchString(e.Name()) || keep[filepath.Clean(dir)] {
+			continue
+		}
+		files, err := os.ReadDir(dir)
+		if err != nil {
+			return failWith(exitError, fmt.Errorf("run: %w", err))
+		}
+		foreign := ""
+		for _, f := range files {
+			if !f.Type().IsRegular() || !ours[f.Name()] {
+				foreign = f.Name()
+				break
+			}
+		}
+		if foreign != "" {
+			fmt.Fprintf(w, "iket: warning: %s is from an earlier run and holds %s, which iket does not write: left as it is\n", dir, foreign)
+			continue
+		}
+		for _, f := range files {
+			if err := os.Remove(filepath.Join(dir, f.Name())); err != nil {
+				return failWith(exitError, fmt.Errorf("remove stale %s: %w", filepath.Join(dir, f.Name()), err))
+			}
+		}
+		if err := os.Remove(dir); err != nil {
+			return failWith(exitError, fmt.Errorf("remove stale %s: %w", dir, err))
+		}
+		removed = append(removed, dir)
+	}
+	if len(removed) > 0 {
+		fmt.Fprintf(w, "iket: removed what an earlier run left in %s: %s\n", out, strings.Join(removed, ", "))
+	}
+	return nil
+}
+
+// removeStaleNamed is removeStale, adding path to removed when it was there.
+func removeStaleNamed(path string, removed *[]string) error {
+	if _, err := os.Lstat(path); err != nil {
+		return removeStale(path)
+	}
+	if err := removeStale(path); err != nil {
+		return err
+	}
+	*removed = append(*removed, path)
 	return nil
 }

@@ -301,13 +301,22 @@ func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, runs 
 	problems = append(append(append(problems, bp...), dp...), cp...)
 	var firstErr error
 	var written []string // the groups' captures, for the merged trace
-	for _, g := range groups {
-		dir := o.out
+	dirs := make([]string, len(groups))
+	for i, g := range groups {
+		dirs[i] = o.out
 		if len(groups) > 1 {
-			dir = filepath.Join(o.out, fmt.Sprintf("pid%d-gpu%d", g.proc.Hello.PID, g.device))
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return failWith(exitError, fmt.Errorf("run: %w", err))
-			}
+			dirs[i] = filepath.Join(o.out, fmt.Sprintf("pid%d-gpu%d", g.proc.Hello.PID, g.device))
+		}
+	}
+	if len(groups) > 0 {
+		if err := clearEarlierRun(o.out, dirs, w); err != nil {
+			return err
+		}
+	}
+	for i, g := range groups {
+		dir := dirs[i]
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return failWith(exitError, fmt.Errorf("run: %w", err))
 		}
 		var args []string
 		if g.proc == res.Processes[0] {

@@ -226,6 +226,25 @@ func TestRunAppProcesses(t *testing.T) {
 	if len(dirs) != 2 {
 		t.Errorf("captures %v, want one per process", dirs)
 	}
+	// Run again into the same folder: the first run's folders go, named.
+	code, stdout, stderr := runCLI(t, "run", "-o", out, "--", app, "--fork", "2", "--launches", "1")
+	if code != 0 {
+		t.Fatalf("second run: exit %d: %s", code, stderr)
+	}
+	again, _ := filepath.Glob(filepath.Join(out, "pid*-gpu0", captureFile))
+	if len(again) != 2 || !strings.Contains(stdout+stderr, "removed what an earlier run left") {
+		t.Errorf("second run: captures %v, want only its own two, and the first run's named as removed: %s", again, stdout+stderr)
+	}
+	// One process into it: every folder goes, and out holds its capture.
+	if code, _, stderr := runCLI(t, "run", "-o", out, "--", app, "--launches", "1"); code != 0 {
+		t.Fatalf("third run: exit %d: %s", code, stderr)
+	}
+	if left, _ := filepath.Glob(filepath.Join(out, "pid*")); len(left) != 0 {
+		t.Errorf("third run left %v from the runs before", left)
+	}
+	if _, err := os.Stat(filepath.Join(out, captureFile)); err != nil {
+		t.Errorf("third run: %v", err)
+	}
 }
 
 // checkTimedList checks latency.json's list of untraced launches (key
