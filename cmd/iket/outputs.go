@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -131,31 +132,37 @@ func removeStale(path string) error {
 var groupDir = regexp.MustCompile(`^pid[0-9]+-gpu[0-9]+$`)
 
 // clearEarlierRun removes from out what an earlier iket run -- CMD wrote
-// there that this run, writing into dirs (out itself when it traced one
-// process and GPU), does not replace: the per-process folders of an earlier
-// run with several, when they hold nothing but iket's outputs, the merged
-// trace, and out's own outputs beside a run of several. It names what it
-// removed, and leaves a folder holding anything else as it is, saying so.
-func clearEarlierRun(out string, dirs []string, w io.Writer) error {
+// there that this run, which wrote into dirs (out itself when it traced one
+// process and GPU), did not replace: the merged trace (a run of several
+// writes its own after this), the per-process folders of an earlier run of
+// several when they hold nothing but iket's outputs, and, beside a run of
+// several, out's own outputs when out/trace.iket is a capture. It names
+// what it removed; a folder holding anything else, and whatever cannot be
+// removed, it leaves with a warning, since this run's outputs are written.
+func clearEarlierRun(out string, dirs []string, w io.Writer) {
 	keep := map[string]bool{}
 	for _, d := range dirs {
 		keep[filepath.Clean(d)] = true
 	}
 	var removed []string
-	if keep[filepath.Clean(out)] {
-		if err := removeStaleNamed(filepath.Join(out, mergedFile), &removed); err != nil {
-			return err
+	stale := []string{mergedFile}
+	if !keep[filepath.Clean(out)] && isCapture(filepath.Join(out, captureFile)) {
+		stale = append(stale, captureFile, pftraceFile, reportFile, latencyFile)
+	}
+	for _, f := range stale {
+		p := filepath.Join(out, f)
+		if _, err := os.Lstat(p); err != nil {
+			continue
 		}
-	} else {
-		for _, f := range []string{captureFile, pftraceFile, reportFile, latencyFile} {
-			if err := removeStaleNamed(filepath.Join(out, f), &removed); err != nil {
-				return err
-			}
+		if err := removeStale(p); err != nil {
+			fmt.Fprintf(w, "iket: warning: %v\n", err)
+			continue
 		}
+		removed = append(removed, p)
 	}
 	entries, err := os.ReadDir(out)
 	if err != nil {
-		return failWith(exitError, fmt.Errorf("run: %w", err))
+		fmt.Fprintf(w, "iket: warning: what an earlier run left in %s was not looked for: %v\n", out, err)
 	}
 	ours := map[string]bool{captureFile: true, pftraceFile: true, reportFile: true, latencyFile: true}
 	for _, e := range entries {
@@ -164,9 +171,6 @@ func clearEarlierRun(out string, dirs []string, w io.Writer) error {
 			continue
 		}
 		files, err := os.ReadDir(dir)
-		if err != nil {
-			return failWith(exitError, fmt.Errorf("run: %w", err))
-		}
 		foreign := ""
 		for _, f := range files {
 			if !f.Type().IsRegular() || !ours[f.Name()] {
@@ -174,34 +178,40 @@ func clearEarlierRun(out string, dirs []string, w io.Writer) error {
 				break
 			}
 		}
-		if foreign != "" {
-			fmt.Fprintf(w, "iket: warning: %s is from an earlier run and holds %s, which iket does not write: left as it is\n", dir, foreign)
+		if err != nil || foreign != "" {
+			why := fmt.Sprintf("holds %s, which iket does not write", foreign)
+			if err != nil {
+				why = err.Error()
+			}
+			fmt.Fprintf(w, "iket: warning: %s is from an earlier run and %s: left as it is\n", dir, why)
 			continue
 		}
 		for _, f := range files {
-			if err := os.Remove(filepath.Join(dir, f.Name())); err != nil {
-				return failWith(exitError, fmt.Errorf("remove stale %s: %w", filepath.Join(dir, f.Name()), err))
-			}
+			err = errors.Join(err, os.Remove(filepath.Join(dir, f.Name())))
 		}
-		if err := os.Remove(dir); err != nil {
-			return failWith(exitError, fmt.Errorf("remove stale %s: %w", dir, err))
+		if err = errors.Join(err, os.Remove(dir)); err != nil {
+			fmt.Fprintf(w, "iket: warning: %s, from an earlier run, not removed: %v\n", dir, err)
+			continue
 		}
 		removed = append(removed, dir)
 	}
 	if len(removed) > 0 {
 		fmt.Fprintf(w, "iket: removed what an earlier run left in %s: %s\n", out, strings.Join(removed, ", "))
 	}
-	return nil
 }
 
-// removeStaleNamed is removeStale, adding path to removed when it was there.
-func removeStaleNamed(path string, removed *[]string) error {
-	if _, err := os.Lstat(path); err != nil {
-		return removeStale(path)
+// isCapture reports whether path is a regular file that starts as a capture
+// does.
+func isCapture(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
 	}
-	if err := removeStale(path); err != nil {
-		return err
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return false
 	}
-	*removed = append(*removed, path)
-	return nil
+	var h [len(trace.Magic)]byte
+	_, err = io.ReadFull(f, h[:])
+	return err == nil && string(h[:]) == trace.Magic
 }

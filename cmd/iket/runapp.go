@@ -308,11 +308,6 @@ func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, runs 
 			dirs[i] = filepath.Join(o.out, fmt.Sprintf("pid%d-gpu%d", g.proc.Hello.PID, g.device))
 		}
 	}
-	if len(groups) > 0 {
-		if err := clearEarlierRun(o.out, dirs, w); err != nil {
-			return err
-		}
-	}
 	for i, g := range groups {
 		dir := dirs[i]
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -330,6 +325,11 @@ func reportApp(ctx context.Context, o runOptions, argv, baseArgs []string, runs 
 		} else {
 			written = append(written, filepath.Join(dir, captureFile))
 		}
+	}
+	// Only once this run's captures are written: an interrupted or failed
+	// run leaves the earlier one's outputs as they were.
+	if len(written) > 0 && ctx.Err() == nil {
+		clearEarlierRun(o.out, dirs, w)
 	}
 	if len(groups) > 1 && ctx.Err() == nil {
 		writeAppMerged(ctx, o.out, written, w)
