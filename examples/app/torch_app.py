@@ -5,8 +5,8 @@ launch a plain <<<>>> inside the extension. Traced with
     iket run -o out -- python examples/app/torch_app.py
 
 It builds with torch's own arch flags, as an extension usually does, so
-the build is live (iket.cuh's default for PyTorch extensions, whose
-default builds keep no PTX); --dormant builds it dormant instead
+the build is live (iket.cuh's default for PyTorch extensions, whose builds
+keep no PTX when TORCH_CUDA_ARCH_LIST is set without +PTX); --dormant builds it dormant instead
 (-DIKET_LIVE=0, with PTX through TORCH_CUDA_ARCH_LIST=9.0+PTX). --plain
 builds it without IKET_ENABLE (the baseline). Exits 1 when the result is
 wrong.

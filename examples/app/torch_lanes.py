@@ -132,6 +132,8 @@ def main():
     ap.add_argument("--plain", action="store_true")
     ap.add_argument("--check", metavar="STATS_JSON")
     a = ap.parse_args()
+    if a.threads < 64 or a.threads % 32 != 0:
+        ap.error("--threads %d: want a multiple of 32, at least 64 (a producer warp and a consumer warp)" % a.threads)
     if a.check:
         return check(a.check, a.ctas, a.tiles, a.threads)
     import torch

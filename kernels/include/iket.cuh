@@ -7,7 +7,7 @@
 // is the plain code and its PTX keeps the events, which `iket run` compiles
 // again when the program loads it, so build with PTX (-arch=sm_90a does);
 // -DIKET_LIVE=1 keeps them in the SASS instead (the default for NVRTC,
-// -rdc=true and PyTorch extensions, which keep no PTX).
+// -rdc=true and PyTorch extensions, which often keep no PTX).
 //
 //   #define MY_NAMES(X)                                 \
 //     X(ROLE, producer) X(ROLE, consumer)               \
@@ -127,12 +127,12 @@ struct Stamp {
 // live build: a launch without iket attached runs them with their stores
 // off); 0, the default for nvcc, compiles them out of the SASS and keeps
 // them in the module's PTX, which `iket run` compiles again with them on
-// (a dormant build: without iket, the plain code). Builds whose default
-// leaves no PTX to compile again are live by default: NVRTC (programs
+// (a dormant build: without iket, the plain code). Builds that often
+// leave no PTX to compile again are live by default: NVRTC (programs
 // load what they compile, often a cubin), -rdc=true (the linked cubin
-// has none) and PyTorch extensions (torch.utils.cpp_extension, which
-// defines TORCH_EXTENSION_NAME, builds SASS alone unless its arch list
-// says +PTX).
+// has none) and PyTorch extensions (torch.utils.cpp_extension defines
+// TORCH_EXTENSION_NAME; with TORCH_CUDA_ARCH_LIST set, as images often set
+// it, it builds PTX only where the list says +PTX).
 #ifndef IKET_LIVE
 #if defined(__CUDACC_RTC__) || defined(__CUDACC_RDC__) || defined(TORCH_EXTENSION_NAME)
 #define IKET_LIVE 1
