@@ -458,12 +458,14 @@ func (c *ctaAnalysis) order(xr, yr []ctaRange, p *pairAcc) {
 // start); yr is not empty.
 func (c *ctaAnalysis) orderPayload(xr, yr []ctaRange, o *orderAcc, l *lagAcc) {
 	c.groups = c.groups[:0]
+	most := 0 // the x warp with the most ranges of the stage: how many
 	for lo := 0; lo < len(xr); {
 		hi := lo
 		for hi < len(xr) && xr[hi].warp == xr[lo].warp {
 			hi++
 		}
 		c.groups = append(c.groups, [2]int{lo, hi})
+		most = max(most, hi-lo)
 		lo = hi
 	}
 	st := l.stage(yr[0].payload)
@@ -471,6 +473,12 @@ func (c *ctaAnalysis) orderPayload(xr, yr []ctaRange, o *orderAcc, l *lagAcc) {
 		yhi := ylo
 		for yhi < len(yr) && yr[yhi].warp == yr[ylo].warp {
 			yhi++
+		}
+		if len(xr) > 0 {
+			l.warps++
+			if yhi-ylo != most {
+				l.uneven++
+			}
 		}
 		for k, b := range yr[ylo:yhi] {
 			o.checked++

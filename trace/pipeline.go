@@ -115,13 +115,17 @@ type Pipeline struct {
 // lagAcc accumulates lag(x, y).
 type lagAcc struct {
 	unmatched, early uint64
-	sum              float64
-	min, max         int64
-	worst            LagSample
-	d                signedDurations
-	stageIdx         map[uint16]int32
-	stages           []StageLag // Count, MinNs, MaxNs; MeanNs holds the sum
-	other            uint64
+	// warps counts the (CTA, stage, y warp) groups matched, uneven those
+	// whose y warp has another number of ranges of the stage than the CTA's
+	// x warp with the most (see [Analyzer.Pipeline]).
+	warps, uneven uint64
+	sum           float64
+	min, max      int64
+	worst         LagSample
+	d             signedDurations
+	stageIdx      map[uint16]int32
+	stages        []StageLag // Count, MinNs, MaxNs; MeanNs holds the sum
+	other         uint64
 }
 
 // stage returns the index in l.stages of payload p, adding it while there
@@ -165,6 +169,10 @@ func (l *lagAcc) add(s LagSample, st int32) {
 	g.MeanNs += float64(v)
 	g.MinNs, g.MaxNs = min(g.MinNs, v), max(g.MaxNs, v)
 }
+
+// even reports whether at most half the matched y warps' stages are uneven
+// (see lagAcc.warps).
+func (l *lagAcc) even() bool { return l == nil || 2*l.uneven <= l.warps }
 
 func (l *lagAcc) clone() *lagAcc {
 	c := *l
@@ -267,8 +275,11 @@ func bubbleOf(st *ctaState, xs, ys int32, x, y string) BubbleResult {
 // matched ranges whose median lag is not negative (y follows x) but for a
 // pair of which only one side has stages (a range with a payload other than
 // 0): the other side's ranges carry no stage, and their payload 0 is not the
-// first stage's. Bubbles keeps the pairs with a bubble. Both are the
-// caller's.
+// first stage's; and but for a pair whose y warps mostly run another number
+// of ranges of a stage than its x warps (a sync the producer waits at every
+// tile against the consumers' one epilogue): the k-th of each is then not
+// the k-th step of one pipeline. [Analyzer.Lag] measures any pair. Bubbles
+// keeps the pairs with a bubble. Both are the caller's.
 func (a *Analyzer) Pipeline() Pipeline {
 	st := a.view()
 	p := Pipeline{Lags: []LagResult{}, Bubbles: []BubbleResult{}}
@@ -281,7 +292,8 @@ func (a *Analyzer) Pipeline() Pipeline {
 				continue
 			}
 			xl, yl := a.seriesLabel(sx.g, sx.name), a.seriesLabel(sy.g, sy.name)
-			if l := st.pairs[x][y].lag.result(xl, yl); sx.staged == sy.staged && l.Count > 0 && l.P50Ns >= 0 {
+			acc := st.pairs[x][y].lag
+			if l := acc.result(xl, yl); sx.staged == sy.staged && l.Count > 0 && l.P50Ns >= 0 && acc.even() {
 				p.Lags = append(p.Lags, l)
 			}
 			if b := bubbleOf(st, x, y, xl, yl); b.BubbleNs > 0 {

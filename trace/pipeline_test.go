@@ -149,6 +149,58 @@ func TestPipelineUnstaged(t *testing.T) {
 	}
 }
 
+// TestPipelineUneven: unstaged ranges pair by occurrence only where both
+// sides run as many of them per warp: a producer's four loads against the
+// consumers' four computes, not against one epilogue. A warp that runs one
+// fewer (a short last tile) keeps the pair.
+func TestPipelineUneven(t *testing.T) {
+	ctaOf := func(c uint64, short bool) []tw {
+		base := int64(c) * 1000
+		prod := tw{cta: c, warp: 0, role: tProducer, first: base, last: base + 100}
+		ws := []tw{prod}
+		for w := uint32(1); w <= 2; w++ {
+			cons := tw{cta: c, warp: w, role: tConsumer, first: base, last: base + 100}
+			n := int64(4)
+			if short && w == 2 {
+				n = 3
+			}
+			for s := int64(0); s < n; s++ {
+				cons.ranges = append(cons.ranges, rng{tCompute, 0, base + 10*s + 6, base + 10*s + 9})
+			}
+			cons.ranges = append(cons.ranges, rng{tOther, 0, base + 60, base + 90}) // the epilogue
+			ws = append(ws, cons)
+		}
+		for s := int64(0); s < 4; s++ {
+			ws[0].ranges = append(ws[0].ranges, rng{tLoad, 0, base + 10*s, base + 10*s + 5})
+		}
+		return ws
+	}
+	tests := []struct {
+		name string
+		ws   []tw
+	}{
+		{"even", ctaOf(0, false)},
+		{"one warp short", append(ctaOf(0, false), ctaOf(1, true)...)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := analyze(t, testMeta(t), tc.ws...)
+			var pairs []string
+			for _, l := range a.Pipeline().Lags {
+				pairs = append(pairs, l.X+" -> "+l.Y)
+			}
+			if diff := cmp.Diff([]string{"producer:load -> consumer:compute"}, pairs); diff != "" {
+				t.Errorf("Pipeline lags (-want +got):\n%s", diff)
+			}
+			// Asked for, the uneven pair is measured: the first load's end to
+			// each epilogue's start.
+			if l, err := a.Lag("producer:load", "consumer:other"); err != nil || l.Count == 0 || l.MinNs != 55 {
+				t.Errorf("Lag(producer:load, consumer:other) = %+v, %v", l, err)
+			}
+		})
+	}
+}
+
 // TestLagSketch checks the quantiles of negative and positive lags past the
 // exact limit against the exact values.
 func TestLagSketch(t *testing.T) {

@@ -35,7 +35,8 @@ during which y is active on another warp of the same CTA; a name several
 roles ran appears per role, "role:range", and over every role, plain); the
 pipeline: per pair of ranges of two roles, the lag from x's end to the
 start of y's range of the same stage (the payload; not between a range
-with stages and one whose payload is always 0), and the bubbles (y
+with stages and one whose payload is always 0, nor where y's warps
+mostly run another number of ranges of a stage than x's), and the bubbles (y
 active while x runs on no warp, as a share of the CTAs' time); the per-SM
 clock fit and the drops. Every launch of the capture, one after the
 other, unless --launch picks one; --json prints one object for a capture of
