@@ -1,0 +1,126 @@
+package trace_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math"
+	"testing"
+
+	"github.com/iket-trace/iket/internal/emu"
+	"github.com/iket-trace/iket/internal/raw"
+	"github.com/iket-trace/iket/trace"
+)
+
+// analyzeNames are the names of FuzzAnalyze's launches: two roles, so that
+// overlap, order, lag and bubble pair warps of one CTA.
+var analyzeNames = []string{"ROLE p", "ROLE c", "RANGE load", "RANGE compute", "RANGE sync", "MARK m"}
+
+// analyzeCapture wraps warp buffers in a capture of CTAs of two warps;
+// data[0] selects the mode and version as decodeCapture's does.
+func analyzeCapture(data []byte) (*trace.Capture, error) {
+	mode, version := trace.ModeStop, 2
+	if len(data) > 0 {
+		if data[0]&1 == 1 {
+			mode = trace.ModeWrap
+		}
+		if data[0]&4 == 4 {
+			version = 3
+		}
+		data = data[1:]
+	}
+	st := raw.Stride(fuzzCapacity)
+	warps := int64(len(data)) / st &^ 1
+	meta := trace.Meta{Version: version, Launches: []trace.LaunchMeta{{
+		Kernel: "fuzz", Grid: [3]uint32{uint32(warps / 2), 1, 1}, Block: [3]uint32{64, 1, 1}, WarpsPerCTA: 2,
+		Warps: uint64(warps), Capacity: fuzzCapacity, Mode: mode, Names: emu.MustNames(analyzeNames...),
+	}}}
+	var b bytes.Buffer
+	if err := trace.WriteCapture(&b, &meta, []io.Reader{bytes.NewReader(data[:warps*st])}); err != nil {
+		return nil, err
+	}
+	return emu.Read(b.Bytes())
+}
+
+// analyzeSeeds are two-CTA pipelines: a producer loading stages, a
+// consumer syncing and computing them, in both modes and formats.
+func analyzeSeeds(tb testing.TB) [][]byte {
+	var seeds [][]byte
+	for _, version := range []int{2, 3} {
+		for _, mode := range []trace.Mode{trace.ModeStop, trace.ModeWrap} {
+			l := &emu.Launch{Kernel: "fuzz", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}, Capacity: fuzzCapacity,
+				Mode: mode, Names: emu.MustNames(analyzeNames...), Version: version}
+			for c := uint32(0); c < 2; c++ {
+				t0 := 1e9 + uint64(c)*1000
+				p := l.Warp([3]uint32{c, 0, 0}, 0).Role("p", t0)
+				q := l.Warp([3]uint32{c, 0, 0}, 1).Role("c", t0)
+				for s := uint64(0); s < 3; s++ {
+					p.Push("load", uint16(s), t0+10+100*s).Pop(t0 + 50 + 100*s)
+					q.Push("sync", 0, t0+10+100*s).Pop(t0+55+100*s).Push("compute", uint16(s), t0+60+100*s).Pop(t0 + 90 + 100*s)
+				}
+				q.Mark("m", 1, t0+400)
+			}
+			sel := byte(0)
+			if mode == trace.ModeWrap {
+				sel = 1
+			}
+			if version == 3 {
+				sel |= 4
+			}
+			seeds = append(seeds, append([]byte{sel}, warpBuffers(tb, l)...))
+		}
+	}
+	return seeds
+}
+
+// FuzzAnalyze runs every analysis on changed warp buffers: none may panic,
+// and the figures stay numbers in their ranges.
+func FuzzAnalyze(f *testing.F) {
+	for _, seed := range analyzeSeeds(f) {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := analyzeCapture(data)
+		if err != nil {
+			t.Fatalf("wrap fuzz input: %v", err)
+		}
+		if c.NumLaunches() == 0 {
+			return
+		}
+		an, err := trace.Analyze(context.Background(), c.Launch(0), trace.Options{})
+		if err != nil {
+			return // a slot that cannot be read: an error, not a panic
+		}
+		a := an.Analyzer
+		for _, s := range a.Stats() {
+			if s.Count > 0 && (math.IsNaN(s.Share) || s.Share < 0 || s.MinNs > s.P50Ns || s.P50Ns > s.MaxNs) {
+				t.Fatalf("stats row %+v", s)
+			}
+		}
+		names, m := a.OverlapMatrix()
+		for i := range m {
+			for j, v := range m[i] {
+				if math.IsNaN(v) || v < 0 || v > 1+1e-9 {
+					t.Fatalf("overlap(%s, %s) = %g", names[i], names[j], v)
+				}
+			}
+		}
+		for _, l := range a.Pipeline().Lags {
+			if l.Count == 0 || l.MinNs > l.P50Ns || l.P50Ns > l.MaxNs {
+				t.Fatalf("pipeline lag %+v", l)
+			}
+		}
+		for _, x := range names {
+			for _, y := range names {
+				_, _ = a.Overlap(x, y)
+				_, _ = a.Order(x, y)
+				_, _ = a.Lag(x, y)
+				_, _ = a.Bubble(x, y)
+			}
+		}
+		_ = a.Drops()
+		for cta := uint64(0); cta < 2; cta++ {
+			_, _ = a.Occupancy(cta)
+		}
+	})
+}
