@@ -91,6 +91,10 @@ func (a *clockAcc) add(cycles, ns uint64) {
 	a.sxy += ddx * (y - a.my)
 }
 
+// minNsPerCycle and maxNsPerCycle bound a fitted slope: an SM clock of 1 MHz
+// to 100 GHz.
+const minNsPerCycle, maxNsPerCycle = 0.01, 1000
+
 // slope returns the fitted ns per cycle, or ok false when the anchors do not
 // determine a positive one.
 func (a *clockAcc) slope() (s float64, why string) {
@@ -100,6 +104,9 @@ func (a *clockAcc) slope() (s float64, why string) {
 	s = a.sxy / a.sxx
 	if !(s > 0) || math.IsInf(s, 0) {
 		return 0, fmt.Sprintf("fitted slope %g ns/cycle is not positive", s)
+	}
+	if s < minNsPerCycle || s > maxNsPerCycle {
+		return 0, fmt.Sprintf("fitted slope %g ns/cycle (%.3g MHz) is no SM clock: corrupt anchors", s, 1000/s)
 	}
 	return s, ""
 }

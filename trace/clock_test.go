@@ -76,7 +76,8 @@ func TestClockFitAccuracy(t *testing.T) {
 func TestClockFallback(t *testing.T) {
 	tests := []struct {
 		name      string
-		sms       uint32 // SMs used by 1-warp CTAs; SM 0 gets a single anchor
+		sms       uint32  // SMs used by 1-warp CTAs; SM 0 gets a single anchor
+		mhz0      float64 // else SM 0's clock, its warp finished: a slope no SM has
 		device    bool
 		wantNs    float64
 		wantWhy   string
@@ -84,6 +85,8 @@ func TestClockFallback(t *testing.T) {
 	}{
 		{name: "median of other SMs", sms: 4, wantNs: 1000.0 / 1500, wantWhy: "single distinct anchor: used median slope of 3 other SMs"},
 		{name: "device clock", sms: 1, device: true, wantNs: 1000.0 / 1980, wantWhy: "single distinct anchor: used the device's maximum SM clock, 1980 MHz"},
+		{name: "a clock too slow", sms: 4, mhz0: 1e-4, wantNs: 1000.0 / 1500, wantWhy: "fitted slope 1e+07 ns/cycle (0.0001 MHz) is no SM clock: corrupt anchors: used median slope of 3 other SMs"},
+		{name: "a clock too fast", sms: 4, mhz0: 2e5, wantNs: 1000.0 / 1500, wantWhy: "fitted slope 0.005 ns/cycle (2e+05 MHz) is no SM clock: corrupt anchors: used median slope of 3 other SMs"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,13 +94,16 @@ func TestClockFallback(t *testing.T) {
 			for sm := uint32(0); sm < tt.sms; sm++ {
 				clocks[sm] = emu.Clock{MHz: 1500, Cycle0: 1e9 * uint64(sm+1), Ns0: emu.DefaultNs0}
 			}
+			if tt.mhz0 > 0 {
+				clocks[0] = emu.Clock{MHz: tt.mhz0, Cycle0: 1e9, Ns0: emu.DefaultNs0, TickNs: 1}
+			}
 			l := &emu.Launch{Kernel: "k", Grid: [3]uint32{tt.sms, 1, 1}, Block: [3]uint32{32, 1, 1},
 				Capacity: 8, Names: emu.MustNames("RANGE a"), SMs: tt.sms, Clocks: clocks}
 			for cta := uint32(0); cta < tt.sms; cta++ {
 				w := l.Warp([3]uint32{cta, 0, 0}, 0)
 				c0 := clocks[cta].Cycle0 + 10_000
 				w.Push("a", 0, c0).Pop(c0 + 5000)
-				if cta == 0 {
+				if cta == 0 && tt.mhz0 == 0 {
 					w.Unfinished = true // one anchor only
 				}
 			}
@@ -107,7 +113,7 @@ func TestClockFallback(t *testing.T) {
 			}
 			_, d := decodeAll(t, c, 0, trace.Options{})
 			f := d.Clock(0)
-			if f == nil || f.Points != 1 || f.Fallback != tt.wantWhy || math.Abs(f.NsPerCycle-tt.wantNs) > 1e-12 {
+			if f == nil || f.Points != 1+btoi(tt.mhz0 > 0) || f.Fallback != tt.wantWhy || math.Abs(f.NsPerCycle-tt.wantNs) > 1e-12 {
 				t.Fatalf("fit %+v, want %g ns/cycle because %q", f, tt.wantNs, tt.wantWhy)
 			}
 			if d.Clock(99) != nil {
@@ -202,3 +208,10 @@ func le64(b []byte) uint64 {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
