@@ -504,6 +504,7 @@ func (d *Decoder) Next(w *Warp) error {
 		w.Last = w.First
 	}
 	if n := len(w.Events); recs != nil && n > 0 && w.Finished && w.Events[n-1].cycles > h.EndClock {
+		w.ClockOutside = true
 		d.violate(w, BadRecord, n-1, "", fmt.Sprintf(
 			"clock %d cycles past the warp's end anchor: a gap over 2^32 cycles between events, or a corrupt record", w.Events[n-1].cycles-h.EndClock))
 	}
@@ -761,6 +762,7 @@ func (d *Decoder) decodeEvents(w *Warp, h *raw.WarpHeader, fit *ClockFit) ([]byt
 			ev[i].time = fit.Ns(ev[i].cycles)
 		}
 		if n > 0 && c < h.StartClock {
+			w.ClockOutside = true
 			d.violate(w, BadRecord, 0, "", fmt.Sprintf(
 				"clock %d cycles before the warp's start anchor: a gap over 2^32 cycles between events, or a corrupt record", h.StartClock-c))
 		}

@@ -543,6 +543,9 @@ func TestClockOutsideAnchors(t *testing.T) {
 			if len(got) != 1 || !strings.HasPrefix(got[0], tt.prefix) {
 				t.Errorf("violations %v, want one starting %q", ws[0].Violations, tt.prefix)
 			}
+			if !ws[0].ClockOutside || !strings.Contains(ws[0].LeftOut(), "outside the warp's start and exit anchors") {
+				t.Errorf("ClockOutside %v, LeftOut %q: want the warp left out", ws[0].ClockOutside, ws[0].LeftOut())
+			}
 		})
 	}
 }

@@ -138,6 +138,11 @@ type Warp struct {
 	// Trimmed is how many of the Stored events [Options.TrimCommonWindow]
 	// left out of Events (they fell before the launch's common window).
 	Trimmed int
+	// ClockOutside: an event's clock unwrapped to before the warp's start
+	// anchor or past its exit anchor (a gap over 2^32 cycles between two
+	// events, or a corrupt record; a [BadRecord] violation names it), so
+	// its events' times cannot be placed. [Warp.LeftOut] says so.
+	ClockOutside bool
 	// First and Last are the ns times of the warp's start and end anchors.
 	First, Last int64
 	Events      []Event
@@ -219,15 +224,19 @@ func (w *Warp) Overwritten() string {
 // overwritten reports whether [Warp.Overwritten] has a reason.
 func (w *Warp) overwritten() bool { return w.LanesDiverged || w.SideLanes > 1 }
 
-// LeftOut is the note a reader that leaves an overwritten warp out gives,
-// "warp 12 (sm 3, cta 7,0,0, warp 1) left out: REASON, so records may be
-// overwritten", or empty for a warp that is kept.
+// LeftOut is the note a reader gives when it leaves out a warp whose
+// records may be overwritten ("warp 12 (sm 3, cta 7,0,0, warp 1) left out:
+// REASON, so records may be overwritten") or whose clock readings fall
+// outside its anchors ([Warp.ClockOutside]), or empty for a warp that is
+// kept.
 func (w *Warp) LeftOut() string {
-	why := w.Overwritten()
-	if why == "" {
-		return ""
+	if why := w.Overwritten(); why != "" {
+		return w.Ref().String() + " left out: " + why + ", so records may be overwritten"
 	}
-	return w.Ref().String() + " left out: " + why + ", so records may be overwritten"
+	if w.ClockOutside {
+		return w.Ref().String() + " left out: an event's clock lies outside the warp's start and exit anchors, so its times cannot be placed"
+	}
+	return ""
 }
 
 // Equal reports whether e and o are the same event (all fields equal); it
