@@ -3,12 +3,14 @@ package trace_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"math"
 	"testing"
 
 	"github.com/iket-trace/iket/internal/emu"
 	"github.com/iket-trace/iket/internal/raw"
+	"github.com/iket-trace/iket/perfetto"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -73,8 +75,9 @@ func analyzeSeeds(tb testing.TB) [][]byte {
 	return seeds
 }
 
-// FuzzAnalyze runs every analysis on changed warp buffers: none may panic,
-// and the figures stay numbers in their ranges.
+// FuzzAnalyze runs every analysis and both exports on changed warp
+// buffers: none may panic or fail, the figures stay numbers in their
+// ranges, and the exports stay valid.
 func FuzzAnalyze(f *testing.F) {
 	for _, seed := range analyzeSeeds(f) {
 		f.Add(seed)
@@ -121,6 +124,21 @@ func FuzzAnalyze(f *testing.F) {
 		_ = a.Drops()
 		for cta := uint64(0); cta < 2; cta++ {
 			_, _ = a.Occupancy(cta)
+		}
+		// The exports read the same capture: a trace the UI loads, and
+		// JSON that parses.
+		var pf, js bytes.Buffer
+		if err := perfetto.ExportCapture(&pf, c, perfetto.Options{Flows: true, Counters: true}); err != nil {
+			t.Fatalf("ExportCapture: %v", err)
+		}
+		if err := perfetto.CheckValid(bytes.NewReader(pf.Bytes())); err != nil {
+			t.Fatalf("CheckValid: %v", err)
+		}
+		if err := perfetto.WriteJSON(&js, c); err != nil {
+			t.Fatalf("WriteJSON: %v", err)
+		}
+		if !json.Valid(js.Bytes()) {
+			t.Fatalf("WriteJSON wrote invalid JSON")
 		}
 	})
 }
