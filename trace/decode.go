@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/iket-trace/iket/internal/raw"
@@ -376,6 +377,8 @@ func (d *Decoder) checkHeader(h *raw.WarpHeader, slot uint64) string {
 		return fmt.Sprintf("count %d on a warp that did not finish (count is written at exit)", h.Count)
 	case h.Finished() && h.EndClock < h.StartClock:
 		return fmt.Sprintf("end clock %d before start clock %d", h.EndClock, h.StartClock)
+	case h.StartGlobaltimer > math.MaxInt64 || h.EndGlobaltimer > math.MaxInt64:
+		return fmt.Sprintf("globaltimer anchors %d and %d: past 2^63 ns (the year 2262), no time", h.StartGlobaltimer, h.EndGlobaltimer)
 	case h.Finished() && h.EndGlobaltimer < h.StartGlobaltimer:
 		return fmt.Sprintf("end globaltimer %d before start globaltimer %d", h.EndGlobaltimer, h.StartGlobaltimer)
 	case h.Warp >= m.WarpsPerCTA:
@@ -503,8 +506,12 @@ func (d *Decoder) Next(w *Warp) error {
 	} else {
 		w.Last = w.First
 	}
+	if w.First < 0 || w.Last < w.First {
+		w.BadTimes = true
+		d.violate(w, BadRecord, -1, "", fmt.Sprintf("anchors at %d and %d ns on the SM's clock fit: a negative time or an end before the start (corrupt anchors)", w.First, w.Last))
+	}
 	if n := len(w.Events); recs != nil && n > 0 && w.Finished && w.Events[n-1].cycles > h.EndClock {
-		w.ClockOutside = true
+		w.BadTimes = true
 		d.violate(w, BadRecord, n-1, "", fmt.Sprintf(
 			"clock %d cycles past the warp's end anchor: a gap over 2^32 cycles between events, or a corrupt record", w.Events[n-1].cycles-h.EndClock))
 	}
@@ -762,7 +769,7 @@ func (d *Decoder) decodeEvents(w *Warp, h *raw.WarpHeader, fit *ClockFit) ([]byt
 			ev[i].time = fit.Ns(ev[i].cycles)
 		}
 		if n > 0 && c < h.StartClock {
-			w.ClockOutside = true
+			w.BadTimes = true
 			d.violate(w, BadRecord, 0, "", fmt.Sprintf(
 				"clock %d cycles before the warp's start anchor: a gap over 2^32 cycles between events, or a corrupt record", h.StartClock-c))
 		}

@@ -2,6 +2,7 @@ package trace_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -368,6 +369,7 @@ func TestWarpErrors(t *testing.T) {
 		{"flag-bit-4", func(b []byte) { b[slotOff(1)+60] = 0x13 }, "launch 0 warp 1 at offset %d: header flags 0x13: want bit 0 (started) set and only bits 0-3 and 16-28"},
 		{"exit-flags-unfinished", func(b []byte) { b[slotOff(1)+60] = 0x0d }, "launch 0 warp 1 at offset %d: header flags 0xd: bit 2 or 3 on a warp that did not finish"},
 		{"anchors", func(b []byte) { clear(b[slotOff(1)+48 : slotOff(1)+56]) }, "launch 0 warp 1 at offset %d: end clock"},
+		{"globaltimer-past-2^63", func(b []byte) { b[slotOff(1)+47] |= 0x80 }, "launch 0 warp 1 at offset %d: globaltimer anchors"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -543,10 +545,40 @@ func TestClockOutsideAnchors(t *testing.T) {
 			if len(got) != 1 || !strings.HasPrefix(got[0], tt.prefix) {
 				t.Errorf("violations %v, want one starting %q", ws[0].Violations, tt.prefix)
 			}
-			if !ws[0].ClockOutside || !strings.Contains(ws[0].LeftOut(), "outside the warp's start and exit anchors") {
-				t.Errorf("ClockOutside %v, LeftOut %q: want the warp left out", ws[0].ClockOutside, ws[0].LeftOut())
+			if !ws[0].BadTimes || !strings.Contains(ws[0].LeftOut(), "outside its start and exit anchors") {
+				t.Errorf("BadTimes %v, LeftOut %q: want the warp left out", ws[0].BadTimes, ws[0].LeftOut())
 			}
 		})
+	}
+}
+
+// TestBadTimesAnchors: anchors that the clock fit cannot turn into times
+// (an end clock 2^63 cycles after its start over 1 us of globaltimer: no
+// SM clock, so the fit falls back to the device's, and the end lands past
+// 2^63 ns) leave the warp out with a bad-record violation.
+func TestBadTimesAnchors(t *testing.T) {
+	l, w := oneWarp("MARK m")
+	w.Mark("m", 0, 1e9)
+	c, err := emu.Damage(l, func(data []byte, m *trace.LaunchMeta) {
+		var h raw.WarpHeader
+		raw.DecodeWarpHeader(data[m.Offset:], &h)
+		put := func(off int64, v uint64) { binary.LittleEndian.PutUint64(data[m.Offset+off:], v) }
+		put(48, h.StartClock+1<<63)      // end clock
+		put(40, h.StartGlobaltimer+1000) // end globaltimer
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, _ := decodeAll(t, c, 0, trace.Options{})
+	if !ws[0].BadTimes || !strings.Contains(ws[0].LeftOut(), "cannot be placed") {
+		t.Fatalf("BadTimes %v, LeftOut %q (first %d, last %d): want the warp left out", ws[0].BadTimes, ws[0].LeftOut(), ws[0].First, ws[0].Last)
+	}
+	found := false
+	for _, v := range ws[0].Violations {
+		found = found || v.Kind == trace.BadRecord && strings.Contains(v.Detail, "corrupt anchors")
+	}
+	if !found {
+		t.Errorf("violations %v, want a bad record naming corrupt anchors", ws[0].Violations)
 	}
 }
 

@@ -138,11 +138,13 @@ type Warp struct {
 	// Trimmed is how many of the Stored events [Options.TrimCommonWindow]
 	// left out of Events (they fell before the launch's common window).
 	Trimmed int
-	// ClockOutside: an event's clock unwrapped to before the warp's start
-	// anchor or past its exit anchor (a gap over 2^32 cycles between two
-	// events, or a corrupt record; a [BadRecord] violation names it), so
-	// its events' times cannot be placed. [Warp.LeftOut] says so.
-	ClockOutside bool
+	// BadTimes: the warp's times cannot be placed on the timeline: an
+	// event's clock unwrapped to before its start anchor or past its exit
+	// anchor (a gap over 2^32 cycles between two events, or a corrupt
+	// record), or its anchors convert to a negative time or an end before
+	// its start (corrupt anchors). A [BadRecord] violation says which;
+	// [Warp.LeftOut] says so.
+	BadTimes bool
 	// First and Last are the ns times of the warp's start and end anchors.
 	First, Last int64
 	Events      []Event
@@ -226,15 +228,14 @@ func (w *Warp) overwritten() bool { return w.LanesDiverged || w.SideLanes > 1 }
 
 // LeftOut is the note a reader gives when it leaves out a warp whose
 // records may be overwritten ("warp 12 (sm 3, cta 7,0,0, warp 1) left out:
-// REASON, so records may be overwritten") or whose clock readings fall
-// outside its anchors ([Warp.ClockOutside]), or empty for a warp that is
-// kept.
+// REASON, so records may be overwritten") or whose times cannot be placed
+// ([Warp.BadTimes]), or empty for a warp that is kept.
 func (w *Warp) LeftOut() string {
 	if why := w.Overwritten(); why != "" {
 		return w.Ref().String() + " left out: " + why + ", so records may be overwritten"
 	}
-	if w.ClockOutside {
-		return w.Ref().String() + " left out: an event's clock lies outside the warp's start and exit anchors, so its times cannot be placed"
+	if w.BadTimes {
+		return w.Ref().String() + " left out: its clock readings lie outside its start and exit anchors, or its anchors are no times, so its times cannot be placed"
 	}
 	return ""
 }
