@@ -11,6 +11,7 @@ import (
 	"github.com/iket-trace/iket/internal/emu"
 	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/perfetto"
+	"github.com/iket-trace/iket/report"
 	"github.com/iket-trace/iket/trace"
 )
 
@@ -75,8 +76,8 @@ func analyzeSeeds(tb testing.TB) [][]byte {
 	return seeds
 }
 
-// FuzzAnalyze runs every analysis and both exports on changed warp
-// buffers: none may panic or fail, the figures stay numbers in their
+// FuzzAnalyze runs every analysis, the report and both exports on changed
+// warp buffers: none may panic or fail, the figures stay numbers in their
 // ranges, and the exports stay valid.
 func FuzzAnalyze(f *testing.F) {
 	for _, seed := range analyzeSeeds(f) {
@@ -90,9 +91,15 @@ func FuzzAnalyze(f *testing.F) {
 		if c.NumLaunches() == 0 {
 			return
 		}
-		an, err := trace.Analyze(context.Background(), c.Launch(0), trace.Options{})
+		col := report.NewCollector(c.Launch(0).Meta, report.Limits{})
+		an, err := trace.Analyze(context.Background(), c.Launch(0), trace.Options{}, col.Add)
 		if err != nil {
 			return // a slot that cannot be read: an error, not a panic
+		}
+		in := &report.Input{Title: "fuzz", Meta: &c.Meta, Analysis: an}
+		col.Fill(in)
+		if err := report.Write(io.Discard, in); err != nil {
+			t.Fatalf("report: %v", err)
 		}
 		a := an.Analyzer
 		for _, s := range a.Stats() {
