@@ -74,8 +74,10 @@ func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
 		}
 	}
 	if c.packedOverflow {
+		// The CTA's warps are written; its counters, and its ranges' part
+		// of the launch summary, are not, and the launch track says so.
 		c.packedOverflow = false
-		w.fail(fmt.Errorf("write counters of launch %d CTA %d: more than %d range keys or a span over %d ns", w.li, c.linear, maxPackedKeys, int64(1)<<packedTimeBits))
+		w.AddProblem(fmt.Sprintf("CTA %d: counters left out: more than %d range keys (role and range name) or a span over %d ns", c.linear, maxPackedKeys, int64(1)<<packedTimeBits))
 		return
 	}
 	// Tracks in key order (role, then name id), the same in every CTA.

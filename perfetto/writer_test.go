@@ -764,3 +764,40 @@ func TestPayloadVariants(t *testing.T) {
 		t.Errorf("slice names (-want +got):\n%s", diff)
 	}
 }
+
+// TestCountersLeftOut: a CTA whose counters cannot be packed (a span over
+// 2^52 ns: corrupt times) loses its counter tracks, with a problem on the
+// launch track; its warps and the other CTA are written.
+func TestCountersLeftOut(t *testing.T) {
+	ws := testWarps()
+	ws[1].Ranges = append(ws[1].Ranges, rng(nCompute, 1, 1<<53, 1<<53+10, 0))
+	ws[1].Last = t0 + 1<<53 + 100
+	data := writeLaunch(t, Options{Counters: true}, testMeta(), ws)
+	if err := CheckValid(bytes.NewReader(data)); err != nil {
+		t.Fatalf("CheckValid: %v", err)
+	}
+	m := resolve(t, readPackets(t, data))
+	var problems []string
+	for _, evs := range m.events {
+		for _, e := range evs {
+			if d, _ := e.args["detail"].(string); e.name == "problem" {
+				problems = append(problems, d)
+			}
+		}
+	}
+	if len(problems) != 1 || !strings.HasPrefix(problems[0], "CTA 0: counters left out") {
+		t.Errorf("problems %q, want one naming CTA 0's counters", problems)
+	}
+	var counters, warps []string
+	for _, td := range m.tracks {
+		switch name := td.GetName(); {
+		case strings.HasPrefix(name, "warp "):
+			warps = append(warps, name)
+		case td.GetCounter() != nil && name == "consumer in consumer_compute": // a CTA's, not the summary's
+			counters = append(counters, name)
+		}
+	}
+	if len(warps) != 4 || len(counters) != 1 {
+		t.Errorf("warp tracks %q and consumer_compute counters %q: want all 4 warps and CTA 1's counter alone", warps, counters)
+	}
+}
