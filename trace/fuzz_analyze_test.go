@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"testing"
 
+	"github.com/iket-trace/iket/check"
 	"github.com/iket-trace/iket/internal/emu"
 	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/perfetto"
@@ -18,6 +20,16 @@ import (
 // analyzeNames are the names of FuzzAnalyze's launches: two roles, so that
 // overlap, order, lag and bubble pair warps of one CTA.
 var analyzeNames = []string{"ROLE p", "ROLE c", "RANGE load", "RANGE compute", "RANGE sync", "MARK m"}
+
+// analyzeRules are rules of every kind, over analyzeNames.
+var analyzeRules = []string{
+	"strict", "no_drops",
+	"overlap(p:load, c:compute) >= 0.5", "overlap_min_cta(load, compute) >= 0.5",
+	"p50(compute) <= 1us", "p99(load, role=p) <= 1us", "mean(sync) <= 1us", "max(compute) < 10us", "min(load) >= 0ns",
+	"count(compute, role=c) == 3", "before(load, compute)",
+	"p99(lag(p:load, c:compute)) <= 2us", "min(lag(load, compute)) >= 0ns", "bubble(c:compute, p:load) <= 0.1",
+	"p50(compute) <= 1.05 * baseline",
+}
 
 // analyzeCapture wraps warp buffers in a capture of CTAs of two warps;
 // data[0] selects the mode and version as decodeCapture's does.
@@ -76,9 +88,10 @@ func analyzeSeeds(tb testing.TB) [][]byte {
 	return seeds
 }
 
-// FuzzAnalyze runs every analysis, the report and both exports on changed
-// warp buffers: none may panic or fail, the figures stay numbers in their
-// ranges, and the exports stay valid.
+// FuzzAnalyze runs every analysis, rules of every kind, the report and both
+// exports on changed warp buffers: none may panic or fail, the figures stay
+// numbers in their ranges, every rule result explains itself, and the
+// exports stay valid.
 func FuzzAnalyze(f *testing.F) {
 	for _, seed := range analyzeSeeds(f) {
 		f.Add(seed)
@@ -131,6 +144,24 @@ func FuzzAnalyze(f *testing.F) {
 		_ = a.Drops()
 		for cta := uint64(0); cta < 2; cta++ {
 			_, _ = a.Occupancy(cta)
+		}
+		// Rules of every kind evaluate, pass or fail, each with its message,
+		// and their table, JSON and JUnit are written.
+		rules := make([]check.Rule, len(analyzeRules))
+		for i, r := range analyzeRules {
+			if rules[i], err = check.ParseExpr(r); err != nil {
+				t.Fatalf("rule %q: %v", r, err)
+			}
+		}
+		results := check.Evaluate(rules, an, an)
+		for i, res := range results {
+			if res.Message == "" {
+				t.Fatalf("rule %q: no message (%+v)", analyzeRules[i], res)
+			}
+		}
+		if err := errors.Join(check.WriteTable(io.Discard, results), check.WriteJSON(io.Discard, results),
+			check.WriteJUnit(io.Discard, "fuzz", results)); err != nil {
+			t.Fatalf("rule results: %v", err)
 		}
 		// The exports read the same capture: a trace the UI loads, and
 		// JSON that parses.
