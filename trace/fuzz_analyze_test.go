@@ -11,7 +11,6 @@ import (
 
 	"github.com/iket-trace/iket/check"
 	"github.com/iket-trace/iket/internal/emu"
-	"github.com/iket-trace/iket/internal/raw"
 	"github.com/iket-trace/iket/perfetto"
 	"github.com/iket-trace/iket/report"
 	"github.com/iket-trace/iket/trace"
@@ -31,30 +30,10 @@ var analyzeRules = []string{
 	"p50(compute) <= 1.05 * baseline",
 }
 
-// analyzeCapture wraps warp buffers in a capture of CTAs of two warps;
-// data[0] selects the mode and version as decodeCapture's does.
+// analyzeCapture wraps warp buffers in a capture of two-warp CTAs (see
+// wrapWarps).
 func analyzeCapture(data []byte) (*trace.Capture, error) {
-	mode, version := trace.ModeStop, 2
-	if len(data) > 0 {
-		if data[0]&1 == 1 {
-			mode = trace.ModeWrap
-		}
-		if data[0]&4 == 4 {
-			version = 3
-		}
-		data = data[1:]
-	}
-	st := raw.Stride(fuzzCapacity)
-	warps := int64(len(data)) / st &^ 1
-	meta := trace.Meta{Version: version, Launches: []trace.LaunchMeta{{
-		Kernel: "fuzz", Grid: [3]uint32{uint32(warps / 2), 1, 1}, Block: [3]uint32{64, 1, 1}, WarpsPerCTA: 2,
-		Warps: uint64(warps), Capacity: fuzzCapacity, Mode: mode, Names: emu.MustNames(analyzeNames...),
-	}}}
-	var b bytes.Buffer
-	if err := trace.WriteCapture(&b, &meta, []io.Reader{bytes.NewReader(data[:warps*st])}); err != nil {
-		return nil, err
-	}
-	return emu.Read(b.Bytes())
+	return wrapWarps(data, 2, analyzeNames...)
 }
 
 // analyzeSeeds are two-CTA pipelines: a producer loading stages, a

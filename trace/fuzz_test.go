@@ -86,10 +86,17 @@ func FuzzDecode(f *testing.F) {
 
 const fuzzCapacity = 8
 
-// decodeCapture wraps warp buffers in a capture: data[0] bit 0 selects wrap
-// mode, bit 1 record format version 1, else bit 2 version 3 (side events in
-// the tail word), else version 2.
+// decodeCapture wraps warp buffers in a capture of one-warp CTAs (see
+// wrapWarps).
 func decodeCapture(data []byte) (*trace.Capture, error) {
+	return wrapWarps(data, 1, "RANGE a", "RANGE b", "MARK m", "ROLE r")
+}
+
+// wrapWarps wraps warp buffers in a capture of CTAs of perCTA warps with
+// the given names: data[0] bit 0 selects wrap mode, bit 1 record format
+// version 1, else bit 2 version 3 (side events in the tail word), else
+// version 2; the rest are whole CTAs' warp slots of fuzzCapacity records.
+func wrapWarps(data []byte, perCTA uint32, names ...string) (*trace.Capture, error) {
 	mode, version := trace.ModeStop, 2
 	if len(data) > 0 {
 		if data[0]&1 == 1 {
@@ -104,11 +111,11 @@ func decodeCapture(data []byte) (*trace.Capture, error) {
 		data = data[1:]
 	}
 	st := raw.Stride(fuzzCapacity)
-	warps := int64(len(data)) / st
+	ctas := int64(len(data)) / st / int64(perCTA)
+	warps := ctas * int64(perCTA)
 	meta := trace.Meta{Version: version, Launches: []trace.LaunchMeta{{
-		Kernel: "fuzz", Grid: [3]uint32{uint32(warps), 1, 1}, Block: [3]uint32{32, 1, 1}, WarpsPerCTA: 1,
-		Warps: uint64(warps), Capacity: fuzzCapacity, Mode: mode,
-		Names: emu.MustNames("RANGE a", "RANGE b", "MARK m", "ROLE r"),
+		Kernel: "fuzz", Grid: [3]uint32{uint32(ctas), 1, 1}, Block: [3]uint32{32 * perCTA, 1, 1}, WarpsPerCTA: perCTA,
+		Warps: uint64(warps), Capacity: fuzzCapacity, Mode: mode, Names: emu.MustNames(names...),
 	}}}
 	var b bytes.Buffer
 	if err := trace.WriteCapture(&b, &meta, []io.Reader{bytes.NewReader(data[:warps*st])}); err != nil {
