@@ -36,10 +36,10 @@ func analyzeCapture(data []byte) (*trace.Capture, error) {
 	return wrapWarps(data, 2, analyzeNames...)
 }
 
-// analyzeSeeds are two-CTA pipelines: a producer loading stages, a
+// analyzeLaunches are two-CTA pipelines: a producer loading stages, a
 // consumer syncing and computing them, in both modes and formats.
-func analyzeSeeds(tb testing.TB) [][]byte {
-	var seeds [][]byte
+func analyzeLaunches() []*emu.Launch {
+	var ls []*emu.Launch
 	for _, version := range []int{2, 3} {
 		for _, mode := range []trace.Mode{trace.ModeStop, trace.ModeWrap} {
 			l := &emu.Launch{Kernel: "fuzz", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}, Capacity: fuzzCapacity,
@@ -54,15 +54,24 @@ func analyzeSeeds(tb testing.TB) [][]byte {
 				}
 				q.Mark("m", 1, t0+400)
 			}
-			sel := byte(0)
-			if mode == trace.ModeWrap {
-				sel = 1
-			}
-			if version == 3 {
-				sel |= 4
-			}
-			seeds = append(seeds, append([]byte{sel}, warpBuffers(tb, l)...))
+			ls = append(ls, l)
 		}
+	}
+	return ls
+}
+
+// analyzeSeeds are analyzeLaunches' warp buffers, after their mode byte.
+func analyzeSeeds(tb testing.TB) [][]byte {
+	var seeds [][]byte
+	for _, l := range analyzeLaunches() {
+		sel := byte(0)
+		if l.Mode == trace.ModeWrap {
+			sel = 1
+		}
+		if l.Version == 3 {
+			sel |= 4
+		}
+		seeds = append(seeds, append([]byte{sel}, warpBuffers(tb, l)...))
 	}
 	return seeds
 }
@@ -80,82 +89,119 @@ func FuzzAnalyze(f *testing.F) {
 		if err != nil {
 			t.Fatalf("wrap fuzz input: %v", err)
 		}
-		if c.NumLaunches() == 0 {
-			return
-		}
-		col := report.NewCollector(c.Launch(0).Meta, report.Limits{})
-		an, err := trace.Analyze(context.Background(), c.Launch(0), trace.Options{}, col.Add)
+		fuzzAll(t, c)
+	})
+}
+
+// FuzzWhole runs what FuzzAnalyze does on whole captures, resealed after
+// the change (so the metadata, its names, grid and capacity, change as
+// well as the warps), and merges the capture with itself.
+func FuzzWhole(f *testing.F) {
+	for _, l := range analyzeLaunches() {
+		data, err := l.Capture()
 		if err != nil {
-			return // a slot that cannot be read: an error, not a panic
+			f.Fatal(err)
 		}
-		in := &report.Input{Title: "fuzz", Meta: &c.Meta, Analysis: an}
-		col.Fill(in)
-		if err := report.Write(io.Discard, in); err != nil {
-			t.Fatalf("report: %v", err)
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := emu.ReadResealed(data)
+		if err != nil {
+			return // not a capture, or one its reader refuses
 		}
-		a := an.Analyzer
-		for _, s := range a.Stats() {
-			if s.Count > 0 && (math.IsNaN(s.Share) || s.Share < 0 || s.MinNs > s.P50Ns || s.P50Ns > s.MaxNs) {
-				t.Fatalf("stats row %+v", s)
+		fuzzAll(t, c)
+		var m bytes.Buffer
+		if err := perfetto.ExportMerged(&m, []*trace.Capture{c, c}, perfetto.Options{}); err == nil {
+			if err := perfetto.CheckValid(bytes.NewReader(m.Bytes())); err != nil {
+				t.Fatalf("merged: CheckValid: %v", err)
 			}
-		}
-		names, m := a.OverlapMatrix()
-		for i := range m {
-			for j, v := range m[i] {
-				if math.IsNaN(v) || v < 0 || v > 1+1e-9 {
-					t.Fatalf("overlap(%s, %s) = %g", names[i], names[j], v)
-				}
-			}
-		}
-		for _, l := range a.Pipeline().Lags {
-			if l.Count == 0 || l.MinNs > l.P50Ns || l.P50Ns > l.MaxNs {
-				t.Fatalf("pipeline lag %+v", l)
-			}
-		}
-		for _, x := range names {
-			for _, y := range names {
-				_, _ = a.Overlap(x, y)
-				_, _ = a.Order(x, y)
-				_, _ = a.Lag(x, y)
-				_, _ = a.Bubble(x, y)
-			}
-		}
-		_ = a.Drops()
-		for cta := uint64(0); cta < 2; cta++ {
-			_, _ = a.Occupancy(cta)
-		}
-		// Rules of every kind evaluate, pass or fail, each with its message,
-		// and their table, JSON and JUnit are written.
-		rules := make([]check.Rule, len(analyzeRules))
-		for i, r := range analyzeRules {
-			if rules[i], err = check.ParseExpr(r); err != nil {
-				t.Fatalf("rule %q: %v", r, err)
-			}
-		}
-		results := check.Evaluate(rules, an, an)
-		for i, res := range results {
-			if res.Message == "" {
-				t.Fatalf("rule %q: no message (%+v)", analyzeRules[i], res)
-			}
-		}
-		if err := errors.Join(check.WriteTable(io.Discard, results), check.WriteJSON(io.Discard, results),
-			check.WriteJUnit(io.Discard, "fuzz", results)); err != nil {
-			t.Fatalf("rule results: %v", err)
-		}
-		// The exports read the same capture: a trace the UI loads, and
-		// JSON that parses.
-		var pf, js bytes.Buffer
-		if err := perfetto.ExportCapture(&pf, c, perfetto.Options{Flows: true, Counters: true}); err != nil {
-			t.Fatalf("ExportCapture: %v", err)
-		}
-		if err := perfetto.CheckValid(bytes.NewReader(pf.Bytes())); err != nil {
-			t.Fatalf("CheckValid: %v", err)
-		}
-		if err := perfetto.WriteJSON(&js, c); err != nil {
-			t.Fatalf("WriteJSON: %v", err)
-		}
-		if !json.Valid(js.Bytes()) {
-			t.Fatalf("WriteJSON wrote invalid JSON")
 		}
 	})
+}
+
+// fuzzAll runs every analysis, the rules and the report on every launch
+// of c, and both exports.
+func fuzzAll(t *testing.T, c *trace.Capture) {
+	for i := range c.NumLaunches() {
+		analyzeLaunch(t, c, i)
+	}
+	// The exports read the same capture: a trace the UI loads, and
+	// JSON that parses.
+	var pf, js bytes.Buffer
+	if err := perfetto.ExportCapture(&pf, c, perfetto.Options{Flows: true, Counters: true}); err != nil {
+		t.Fatalf("ExportCapture: %v", err)
+	}
+	if err := perfetto.CheckValid(bytes.NewReader(pf.Bytes())); err != nil {
+		t.Fatalf("CheckValid: %v", err)
+	}
+	if err := perfetto.WriteJSON(&js, c); err != nil {
+		t.Fatalf("WriteJSON: %v", err)
+	}
+	if !json.Valid(js.Bytes()) {
+		t.Fatalf("WriteJSON wrote invalid JSON")
+	}
+}
+
+// analyzeLaunch runs every analysis, the rules and the report on launch i
+// of c (see FuzzAnalyze).
+func analyzeLaunch(t *testing.T, c *trace.Capture, i int) {
+	col := report.NewCollector(c.Launch(i).Meta, report.Limits{})
+	an, err := trace.Analyze(context.Background(), c.Launch(i), trace.Options{}, col.Add)
+	if err != nil {
+		return // a slot that cannot be read: an error, not a panic
+	}
+	in := &report.Input{Title: "fuzz", Meta: &c.Meta, Launch: i, Analysis: an}
+	col.Fill(in)
+	if err := report.Write(io.Discard, in); err != nil {
+		t.Fatalf("report: %v", err)
+	}
+	a := an.Analyzer
+	for _, s := range a.Stats() {
+		if s.Count > 0 && (math.IsNaN(s.Share) || s.Share < 0 || s.MinNs > s.P50Ns || s.P50Ns > s.MaxNs) {
+			t.Fatalf("stats row %+v", s)
+		}
+	}
+	names, m := a.OverlapMatrix()
+	for i := range m {
+		for j, v := range m[i] {
+			if math.IsNaN(v) || v < 0 || v > 1+1e-9 {
+				t.Fatalf("overlap(%s, %s) = %g", names[i], names[j], v)
+			}
+		}
+	}
+	for _, l := range a.Pipeline().Lags {
+		if l.Count == 0 || l.MinNs > l.P50Ns || l.P50Ns > l.MaxNs {
+			t.Fatalf("pipeline lag %+v", l)
+		}
+	}
+	for _, x := range names {
+		for _, y := range names {
+			_, _ = a.Overlap(x, y)
+			_, _ = a.Order(x, y)
+			_, _ = a.Lag(x, y)
+			_, _ = a.Bubble(x, y)
+		}
+	}
+	_ = a.Drops()
+	for cta := uint64(0); cta < min(uint64(an.Meta.Grid[0]), 4); cta++ {
+		_, _ = a.Occupancy(cta)
+	}
+	// Rules of every kind evaluate, pass or fail, each with its message,
+	// and their table, JSON and JUnit are written.
+	rules := make([]check.Rule, len(analyzeRules))
+	for i, r := range analyzeRules {
+		if rules[i], err = check.ParseExpr(r); err != nil {
+			t.Fatalf("rule %q: %v", r, err)
+		}
+	}
+	results := check.Evaluate(rules, an, an)
+	for i, res := range results {
+		if res.Message == "" {
+			t.Fatalf("rule %q: no message (%+v)", analyzeRules[i], res)
+		}
+	}
+	if err := errors.Join(check.WriteTable(io.Discard, results), check.WriteJSON(io.Discard, results),
+		check.WriteJUnit(io.Discard, "fuzz", results)); err != nil {
+		t.Fatalf("rule results: %v", err)
+	}
 }
