@@ -137,6 +137,9 @@ type ctaRange struct {
 type ctaWarp struct {
 	ref  WarpRef
 	role uint16
+	// cut: a stop-mode warp that dropped events, so it kept the first of
+	// its ranges and not every one.
+	cut bool
 }
 
 type ctaInfo struct {
@@ -227,7 +230,7 @@ func (c *ctaAnalysis) closeIfOther(w *Warp, st *ctaState) {
 
 // add appends a started warp's ranges; sid gives the tracked series of
 // each range (by index in w.Ranges) on the warp's role and on every role.
-func (c *ctaAnalysis) add(w *Warp, sid func(i int) (int32, int32)) {
+func (c *ctaAnalysis) add(w *Warp, stop bool, sid func(i int) (int32, int32)) {
 	if !c.open {
 		c.open = true
 		c.cur = ctaInfo{linear: w.CTALinear, cta: w.CTA, first: w.First, last: w.Last}
@@ -236,7 +239,7 @@ func (c *ctaAnalysis) add(w *Warp, sid func(i int) (int32, int32)) {
 	}
 	c.cur.first, c.cur.last = min(c.cur.first, w.First), max(c.cur.last, w.Last)
 	wi := int32(len(c.warps))
-	c.warps = append(c.warps, ctaWarp{ref: w.Ref(), role: w.Role})
+	c.warps = append(c.warps, ctaWarp{ref: w.Ref(), role: w.Role, cut: stop && w.Dropped > 0})
 	base := len(c.ranges)
 	for i := range w.Ranges {
 		r := &w.Ranges[i]
@@ -459,6 +462,7 @@ func (c *ctaAnalysis) order(xr, yr []ctaRange, p *pairAcc) {
 func (c *ctaAnalysis) orderPayload(xr, yr []ctaRange, o *orderAcc, l *lagAcc) {
 	c.groups = c.groups[:0]
 	most := 0 // the x warp with the most ranges of the stage: how many
+	xcut := false
 	for lo := 0; lo < len(xr); {
 		hi := lo
 		for hi < len(xr) && xr[hi].warp == xr[lo].warp {
@@ -466,6 +470,7 @@ func (c *ctaAnalysis) orderPayload(xr, yr []ctaRange, o *orderAcc, l *lagAcc) {
 		}
 		c.groups = append(c.groups, [2]int{lo, hi})
 		most = max(most, hi-lo)
+		xcut = xcut || c.warps[xr[lo].warp].cut
 		lo = hi
 	}
 	st := l.stage(yr[0].payload)
@@ -474,7 +479,9 @@ func (c *ctaAnalysis) orderPayload(xr, yr []ctaRange, o *orderAcc, l *lagAcc) {
 		for yhi < len(yr) && yr[yhi].warp == yr[ylo].warp {
 			yhi++
 		}
-		if len(xr) > 0 {
+		// A stop-mode warp that dropped events kept its first ranges: its
+		// count says nothing of the pipeline's shape, and its lags stand.
+		if len(xr) > 0 && !xcut && !c.warps[yr[ylo].warp].cut {
 			l.warps++
 			if yhi-ylo != most {
 				l.uneven++

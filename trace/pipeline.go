@@ -117,7 +117,8 @@ type lagAcc struct {
 	unmatched, early uint64
 	// warps counts the (CTA, stage, y warp) groups matched, uneven those
 	// whose y warp has another number of ranges of the stage than the CTA's
-	// x warp with the most (see [Analyzer.Pipeline]).
+	// x warp with the most (see [Analyzer.Pipeline]); neither counts a
+	// group with a stop-mode warp that dropped events.
 	warps, uneven uint64
 	sum           float64
 	min, max      int64

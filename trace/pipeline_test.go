@@ -152,22 +152,26 @@ func TestPipelineUnstaged(t *testing.T) {
 // TestPipelineUneven: unstaged ranges pair by occurrence only where both
 // sides run as many of them per warp: a producer's four loads against the
 // consumers' four computes, not against one epilogue. A warp that runs one
-// fewer (a short last tile) keeps the pair.
+// fewer (a short last tile) keeps the pair, and so do stop-mode consumers
+// that dropped events and kept the first two computes of four.
 func TestPipelineUneven(t *testing.T) {
-	ctaOf := func(c uint64, short bool) []tw {
+	// ctaOf is CTA c: a producer loading 4 times, two consumers computing
+	// 4 times (warp 2: n2) and one epilogue each, dropping dropped events.
+	ctaOf := func(c uint64, n2 int64, dropped uint64) []tw {
 		base := int64(c) * 1000
-		prod := tw{cta: c, warp: 0, role: tProducer, first: base, last: base + 100}
-		ws := []tw{prod}
+		ws := []tw{{cta: c, warp: 0, role: tProducer, first: base, last: base + 100}}
 		for w := uint32(1); w <= 2; w++ {
-			cons := tw{cta: c, warp: w, role: tConsumer, first: base, last: base + 100}
+			cons := tw{cta: c, warp: w, role: tConsumer, first: base, last: base + 100, dropped: dropped}
 			n := int64(4)
-			if short && w == 2 {
-				n = 3
+			if w == 2 {
+				n = n2
 			}
 			for s := int64(0); s < n; s++ {
 				cons.ranges = append(cons.ranges, rng{tCompute, 0, base + 10*s + 6, base + 10*s + 9})
 			}
-			cons.ranges = append(cons.ranges, rng{tOther, 0, base + 60, base + 90}) // the epilogue
+			if dropped == 0 {
+				cons.ranges = append(cons.ranges, rng{tOther, 0, base + 60, base + 90}) // the epilogue
+			}
 			ws = append(ws, cons)
 		}
 		for s := int64(0); s < 4; s++ {
@@ -175,12 +179,19 @@ func TestPipelineUneven(t *testing.T) {
 		}
 		return ws
 	}
+	cut := func(n int) []tw { // both consumers keep the first n computes
+		ws := ctaOf(0, int64(n), 2)
+		ws[1].ranges = ws[1].ranges[:n]
+		return ws
+	}
 	tests := []struct {
-		name string
-		ws   []tw
+		name     string
+		ws       []tw
+		epilogue bool
 	}{
-		{"even", ctaOf(0, false)},
-		{"one warp short", append(ctaOf(0, false), ctaOf(1, true)...)},
+		{"even", ctaOf(0, 4, 0), true},
+		{"one warp short", append(ctaOf(0, 4, 0), ctaOf(1, 3, 0)...), true},
+		{"stop mode, events dropped", cut(2), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,6 +202,9 @@ func TestPipelineUneven(t *testing.T) {
 			}
 			if diff := cmp.Diff([]string{"producer:load -> consumer:compute"}, pairs); diff != "" {
 				t.Errorf("Pipeline lags (-want +got):\n%s", diff)
+			}
+			if !tc.epilogue {
+				return
 			}
 			// Asked for, the uneven pair is measured: the first load's end to
 			// each epilogue's start.

@@ -260,7 +260,7 @@ func (a *Analyzer) Add(w *Warp) {
 		a.tagg = append(a.tagg, a.acc(aggGroup, n))
 		a.tsid = append(a.tsid, [2]int32{a.sid(uint32(w.Role), n), a.aggSid(n)})
 	}
-	a.cta.add(w, func(i int) (int32, int32) {
+	a.cta.add(w, a.meta.Mode != ModeWrap, func(i int) (int32, int32) {
 		s := a.tsid[a.pos[w.Ranges[i].Name]]
 		return s[0], s[1]
 	})
