@@ -77,7 +77,11 @@ func (w *Writer) ctaCounters(ctaID, ctaSlot uint64) {
 		// The CTA's warps are written; its counters, and its ranges' part
 		// of the launch summary, are not, and the launch track says so.
 		c.packedOverflow = false
-		w.AddProblem(fmt.Sprintf("CTA %d: counters left out: more than %d range keys (role and range name) or a span over %d ns", c.linear, maxPackedKeys, int64(1)<<packedTimeBits))
+		what := "its part of the launch summary"
+		if write {
+			what = "its counters and " + what
+		}
+		w.AddProblem(fmt.Sprintf("CTA %d: %s left out: more than %d range keys (role and range name) or a span over %d ns", c.linear, what, maxPackedKeys, int64(1)<<packedTimeBits))
 		return
 	}
 	// Tracks in key order (role, then name id), the same in every CTA.

@@ -115,6 +115,7 @@ type Writer struct {
 	launchT0 int64             // earliest time seen in the launch
 	haveT0   bool
 	problems []string
+	more     int // problems past maxProblems, counted only
 
 	cta  ctaBuf
 	bd   builder
@@ -196,7 +197,7 @@ func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchM
 	w.ts = tsDelta{last: -w.place.shift}
 	w.haveSlot, w.haveT0 = false, false
 	w.smTracks = make(map[uint32]uint64)
-	w.problems = w.problems[:0]
+	w.problems, w.more = w.problems[:0], 0
 	w.cta.reset()
 	w.sum.reset(w.opt.SummaryBins)
 	w.stats.Launches++
@@ -289,12 +290,19 @@ func (w *Writer) AddWarp(wp *trace.Warp) error {
 	return nil
 }
 
+// maxProblems bounds the problems a launch track shows; one more instant
+// counts the rest.
+const maxProblems = 100
+
 // AddProblem records a problem of the current launch (such as a corrupt warp
-// slot); the problems appear as instants on the launch track.
+// slot); the problems appear as instants on the launch track, the first
+// maxProblems of them, then one that counts the others.
 func (w *Writer) AddProblem(msg string) {
-	if len(w.problems) < 100 {
+	if len(w.problems) < maxProblems {
 		w.problems = append(w.problems, msg)
+		return
 	}
+	w.more++
 }
 
 // EndLaunch writes the launch's last CTA, its problems and summary tracks.
@@ -309,6 +317,9 @@ func (w *Writer) EndLaunch() error {
 		if err := w.flushCTA(); err != nil {
 			return w.fail(err)
 		}
+	}
+	if w.more > 0 {
+		w.problems = append(w.problems, fmt.Sprintf("and %d more problems", w.more))
 	}
 	if len(w.problems) > 0 {
 		t := w.launchT0

@@ -785,7 +785,7 @@ func TestCountersLeftOut(t *testing.T) {
 			}
 		}
 	}
-	if len(problems) != 1 || !strings.HasPrefix(problems[0], "CTA 0: counters left out") {
+	if len(problems) != 1 || !strings.HasPrefix(problems[0], "CTA 0: its counters and its part of the launch summary left out") {
 		t.Errorf("problems %q, want one naming CTA 0's counters", problems)
 	}
 	var counters, warps []string
@@ -799,5 +799,34 @@ func TestCountersLeftOut(t *testing.T) {
 	}
 	if len(warps) != 4 || len(counters) != 1 {
 		t.Errorf("warp tracks %q and consumer_compute counters %q: want all 4 warps and CTA 1's counter alone", warps, counters)
+	}
+}
+
+// TestProblemsCounted: past maxProblems a launch's problems are counted in
+// one last instant.
+func TestProblemsCounted(t *testing.T) {
+	meta := testMeta()
+	var buf bytes.Buffer
+	w := NewWriter(&buf, Options{})
+	if err := w.BeginLaunch(meta, 0, &meta.Launches[0], LaunchInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxProblems + 5 {
+		w.AddProblem(fmt.Sprintf("problem %d", i))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m := resolve(t, readPackets(t, buf.Bytes()))
+	var problems []string
+	for _, evs := range m.events {
+		for _, e := range evs {
+			if d, _ := e.args["detail"].(string); e.name == "problem" {
+				problems = append(problems, d)
+			}
+		}
+	}
+	if len(problems) != maxProblems+1 || problems[maxProblems] != "and 5 more problems" {
+		t.Errorf("%d problems, the last %q: want %d, the last counting 5 more", len(problems), problems[len(problems)-1], maxProblems+1)
 	}
 }
