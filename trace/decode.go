@@ -377,7 +377,7 @@ func (d *Decoder) checkHeader(h *raw.WarpHeader, slot uint64) string {
 		return fmt.Sprintf("count %d on a warp that did not finish (count is written at exit)", h.Count)
 	case h.Finished() && h.EndClock < h.StartClock:
 		return fmt.Sprintf("end clock %d before start clock %d", h.EndClock, h.StartClock)
-	case h.StartGlobaltimer > math.MaxInt64 || h.EndGlobaltimer > math.MaxInt64:
+	case h.StartGlobaltimer > math.MaxInt64 || h.Finished() && h.EndGlobaltimer > math.MaxInt64:
 		return fmt.Sprintf("globaltimer anchors %d and %d: past 2^63 ns (the year 2262), no time", h.StartGlobaltimer, h.EndGlobaltimer)
 	case h.Finished() && h.EndGlobaltimer < h.StartGlobaltimer:
 		return fmt.Sprintf("end globaltimer %d before start globaltimer %d", h.EndGlobaltimer, h.StartGlobaltimer)
