@@ -196,6 +196,7 @@ func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchM
 	w.annSeen = 0
 	w.ts = tsDelta{last: -w.place.shift}
 	w.haveSlot, w.haveT0 = false, false
+	w.launchT0 = emptyT0(l, info, w.place)
 	w.smTracks = make(map[uint32]uint64)
 	w.problems, w.more = w.problems[:0], 0
 	w.cta.reset()
@@ -288,6 +289,24 @@ func (w *Writer) AddWarp(wp *trace.Warp) error {
 	}
 	w.cta.add(wp)
 	return nil
+}
+
+// emptyT0 is where a launch's own events go until a warp gives its
+// earliest time (all of them, for a launch with no warp to show): at its
+// host clock's realtime_before in a merged trace, else at its first SM's
+// clock reference, and never before the trace's time 0.
+func emptyT0(l *trace.LaunchMeta, info LaunchInfo, p placement) int64 {
+	var t int64
+	switch {
+	case p.align && l.HostClock != nil:
+		t = l.HostClock.RealtimeBefore - p.shift
+	case len(info.Clocks) > 0:
+		t = info.Clocks[0].RefNs
+	}
+	if t+p.shift < 0 { // the shift is 0 but in a merged trace
+		t = -p.shift
+	}
+	return t
 }
 
 // maxProblems bounds the problems a launch track shows; one more instant
