@@ -113,6 +113,7 @@ func TestStrictMetadata(t *testing.T) {
 		{"too few warps", `"warps":2,`, `"warps":1,`, `warps: 1 slots, but grid [1 1 1] of 1 CTAs x 2 warps per CTA needs 2`},
 		{"warps per cta", `"warps_per_cta":2,`, `"warps_per_cta":3,`, `warps_per_cta: 3, but block [64 1 1] has 64 threads: 2 warps`},
 		{"long name", `"name":"producer"`, `"name":"` + strings.Repeat("p", 300) + `"`, `names[0]: name of 300 bytes, want 1 to 256`},
+		{"repeated name", `"name":"consumer"`, `"name":"producer"`, `names[1]: "producer" repeats names[0]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

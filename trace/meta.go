@@ -288,11 +288,16 @@ func (l *LaunchMeta) validate(i int) error {
 	if len(l.Names) > MaxNames {
 		bad("names", "%d names, at most %d", len(l.Names), MaxNames)
 	}
+	seen := make(map[string]int, len(l.Names))
 	for j, n := range l.Names {
 		if j == MaxNames || len(errs) > 20 {
 			break
 		}
 		field := fmt.Sprintf("names[%d]", j)
+		if k, dup := seen[n.Text]; dup {
+			bad(field, "%q repeats names[%d]: the names are C++ identifiers of one list, each once", truncName(n.Text), k)
+		}
+		seen[n.Text] = j
 		if int(n.ID) != j+1 {
 			bad(field, "%q has id %d, want %d", truncName(n.Text), n.ID, j+1)
 		}
@@ -436,6 +441,7 @@ func ParseNameTable(s string) ([]Name, error) {
 		return nil, fmt.Errorf("parse name table: first line %q, want %q", first, nameTableHeader)
 	}
 	names := make([]Name, 0, len(lines)-1)
+	seen := make(map[string]int, len(lines)-1)
 	for i, line := range lines[1:] {
 		kind, text, ok := strings.Cut(line, " ")
 		if !ok || text == "" {
@@ -451,6 +457,10 @@ func ParseNameTable(s string) ([]Name, error) {
 		if len(names) == MaxNames {
 			return nil, fmt.Errorf("parse name table: more than %d names", MaxNames)
 		}
+		if j, dup := seen[text]; dup {
+			return nil, fmt.Errorf("parse name table: line %d: %q repeats line %d", i+2, text, j+2)
+		}
+		seen[text] = i
 		names = append(names, Name{ID: uint16(i + 1), Kind: k, Text: text})
 	}
 	return names, nil
