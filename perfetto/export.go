@@ -3,6 +3,7 @@ package perfetto
 import (
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/iket-trace/iket/trace"
 )
@@ -29,6 +30,34 @@ func exportWith(w *Writer, c *trace.Capture) error {
 	return nil
 }
 
+// fitShift keeps a merged launch's shifted times in the trace's [0, 2^63):
+// a pass over d (reset after it) finds the earliest and latest times of
+// the warps written, and a shift that would put the earliest before 0
+// becomes one that puts it at 0, with a note; a latest time the shift would
+// carry past 2^63 is an error.
+func fitShift(d *trace.Decoder, shift *int64) (string, error) {
+	lo, hi, ok := int64(math.MaxInt64), int64(math.MinInt64), false
+	err := d.Each(func(w *trace.Warp) error {
+		if w.LeftOut() == "" {
+			lo, hi, ok = min(lo, w.First), max(hi, w.Last), true
+		}
+		return nil
+	}, func(*trace.WarpError) error { return nil })
+	d.Reset()
+	if err != nil || !ok {
+		return "", err
+	}
+	note := ""
+	if lo+*shift < 0 {
+		note = fmt.Sprintf("host clock: the alignment put the launch's first time %d ns before the trace's 0; placed at 0 instead", -(lo + *shift))
+		*shift = -lo
+	}
+	if *shift > 0 && hi > math.MaxInt64-*shift {
+		return "", fmt.Errorf("host clock: the launch's times (to %d ns) shifted by %d ns pass 2^63 ns", hi, *shift)
+	}
+	return note, nil
+}
+
 // exportLaunch decodes l and writes it as launch index of w (l.Index, but
 // in a merged trace), with notes added to its track's description.
 func exportLaunch(w *Writer, l *trace.Launch, index int, notes []string) error {
@@ -46,6 +75,11 @@ func exportLaunch(w *Writer, l *trace.Launch, index int, notes []string) error {
 			w.place.shift = a.OffsetNs
 		}
 		notes = append(notes, describeAlignment(a, err))
+		if note, err := fitShift(d, &w.place.shift); err != nil {
+			return fmt.Errorf("export launch %d (%s): %w", l.Index, l.Meta.Kernel, err)
+		} else if note != "" {
+			notes = append(notes, note)
+		}
 	}
 	info := LaunchInfo{Clocks: d.Clocks(), Window: d.Window(), Notes: notes}
 	if err := w.BeginLaunch(&l.Capture().Meta, index, l.Meta, info); err != nil {
