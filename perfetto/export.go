@@ -47,6 +47,9 @@ func fitShift(d *trace.Decoder, shift *int64) (string, error) {
 	if err != nil || !ok {
 		return "", err
 	}
+	if hi-lo > math.MaxInt64/4 {
+		return "", fmt.Errorf("host clock: the launch's times span %d ns, too long to place", hi-lo)
+	}
 	note := ""
 	if lo+*shift < 0 {
 		note = fmt.Sprintf("host clock: the alignment put the launch's first time %d ns before the trace's 0; placed at 0 instead", -(lo + *shift))

@@ -18,6 +18,9 @@ type summary struct {
 	// differences of the whole-bin values still to add (see addSpan).
 	bins map[uint32][]float64
 	tmp  []float64
+	// floor is the trace's time 0 in the launch's own times (minus the
+	// shift of a merged trace): no time goes before it.
+	floor int64
 }
 
 func (s *summary) reset(nb int) {
@@ -26,12 +29,12 @@ func (s *summary) reset(nb int) {
 	s.bins = make(map[uint32][]float64)
 }
 
-// add adds value v over [t0, t1) to key. Times before 0 are left out (the
-// trace has none), so that the bins' origin, which moves left by whole
+// add adds value v over [t0, t1) to key. Times before floor are left out
+// (the trace has none), so that the bins' origin, which moves left by whole
 // spans as the bins widen, can only put the first non-empty bin's start
-// before 0.
+// before floor.
 func (s *summary) add(key uint32, t0, t1 int64, v float64) {
-	t0 = max(t0, 0)
+	t0 = max(t0, s.floor)
 	if t1 <= t0 || v == 0 {
 		return
 	}
@@ -102,7 +105,7 @@ func (s *summary) walk(key uint32) binWalk { return binWalk{s: s, key: key} }
 // add adds v over [t0, t1); t0 is not before the previous call's t1.
 func (w *binWalk) add(t0, t1 int64, v float64) {
 	s := w.s
-	t0 = max(t0, 0)
+	t0 = max(t0, s.floor)
 	if t1 <= t0 || v == 0 {
 		return
 	}
@@ -227,11 +230,11 @@ func (w *Writer) writeSummary() {
 		for j := lo; j <= hi; j++ {
 			// A counter holds its value until the next sample: a bin with
 			// the previous bin's mean needs none. Only bin lo can start
-			// before 0 (add keeps times >= 0).
+			// before floor (add keeps times >= floor).
 			if j > lo && b[j] == b[j-1] {
 				continue
 			}
-			w.doubleCounter(id, max(s.origin+int64(j)*s.width, 0), b[j]/float64(s.width))
+			w.doubleCounter(id, max(s.origin+int64(j)*s.width, s.floor), b[j]/float64(s.width))
 		}
 		w.doubleCounter(id, s.origin+int64(hi+1)*s.width, 0)
 	}

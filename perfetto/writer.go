@@ -201,6 +201,7 @@ func (w *Writer) BeginLaunch(meta *trace.Meta, launchIndex int, l *trace.LaunchM
 	w.problems, w.more = w.problems[:0], 0
 	w.cta.reset()
 	w.sum.reset(w.opt.SummaryBins)
+	w.sum.floor = -w.place.shift
 	w.stats.Launches++
 
 	// First packet: clears incremental state, makes the sequence's
